@@ -44,17 +44,7 @@ class _SaysWhy(argparse.ArgumentParser):
 def run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
     """Run ``steptable *argv`` (runs, summary, tail without -f, legend, compare) writing on ``out`` and ``err``;
     the exit status. ``tail`` ends with its cursor line whether or not --since was given. What the command read is
-    freed when it returns (the server lives as long as the agent's session)."""
-    import gc
-
-    try:
-        return _run_argv(argv, out, err)
-    finally:  # (a follower and its sources refer to each other: their stores wait for a full collection, which
-        # arrays of rows do not bring on; the server would grow by about a run's size each call)
-        gc.collect()
-
-
-def _run_argv(argv: list[str], out: TextIO, err: TextIO) -> int:
+    freed by reference counting when it returns (the server lives as long as the agent's session)."""
     from steptable.cli.main import _parser, refused
 
     try:  # (the tools build argv from typed arguments; a value argparse refuses is an agent's, as a cursor)

@@ -228,7 +228,7 @@ def test_an_internal_error_reported_while_another_thread_tells_is_told(tmp_path:
             assert listed.wait(10)
             super().append(item)
 
-    follower._errors = Held(follower._errors, maxlen=follower._errors.maxlen)
+    follower.reports.kept = Held(follower.reports.kept, maxlen=follower.reports.kept.maxlen)
     bad = BadLine(str(root / "solo" / "metrics.jsonl"), 0, "internal error (KeyError: 'reader bug')")
     reporter = threading.Thread(target=follower._report, args=(bad,))
     teller = threading.Thread(target=feed._changed, args=({"solo/metrics.jsonl"},))
@@ -237,7 +237,7 @@ def test_an_internal_error_reported_while_another_thread_tells_is_told(tmp_path:
     teller.start()
     for _ in range(1000):  # the teller is done, or waits for the report to end
         frame = sys._current_frames().get(teller.ident or 0)
-        waiting = frame is not None and frame.f_code.co_name in ("errors_after", "problems_after")
+        waiting = frame is not None and frame.f_code.co_name in ("errors_after", "problems_after", "after")
         if not teller.is_alive() or waiting:
             break
         threading.Event().wait(0.01)

@@ -354,7 +354,7 @@ def test_a_file_bad_on_every_line_is_told_a_few_times_not_on_every_line(
 ) -> None:
     """A run that logged a fractional step on every row: 10,000 lines of stderr for an agent to read. Now the first
     BAD_TOLD of each file, one line saying the rest are counted, and the count in the summary."""
-    from steptable.ingest.files.follow import BAD_TOLD
+    from steptable.ingest.files.reports import BAD_TOLD
     from tests.helpers import run_cli
 
     for name in ("a", "b"):

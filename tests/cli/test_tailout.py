@@ -562,15 +562,15 @@ def test_follow_after_a_resume_prints_the_new_rows(tmp_path: Path) -> None:
 
 
 def test_follow_keeps_reporting_bad_lines_past_the_kept_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import steptable.ingest.files.follow as follow_mod
+    import steptable.ingest.files.reports as reports_mod
 
-    monkeypatch.setattr(follow_mod, "BAD_TOLD", 10**9)  # (a file's bad lines are told BAD_TOLD times: here, all)
+    monkeypatch.setattr(reports_mod, "BAD_TOLD", 10**9)  # (a file's bad lines are told BAD_TOLD times: here, all)
     path = tmp_path / "a" / "metrics.jsonl"
     path.parent.mkdir()
     path.write_text('{"step": 0, "loss": 1}\n')
     follower, tail, _, err = follow_tail(tmp_path, [])
     emit(follower, tail)
-    kept = follower._errors.maxlen  # type: ignore[attr-defined]
+    kept = follower.reports.kept.maxlen  # type: ignore[attr-defined]
     with open(path, "a") as f:
         f.write("{bad\n" * (kept + 5))
     emit(follower, tail)

@@ -18,13 +18,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from steptable.ingest.files.beside import COPY_KINDS
 from steptable.ingest.files.discover import Candidate, discover, discover_at
 from steptable.ingest.files.rejected import Rejected
+from steptable.ingest.files.reports import Reports
 from steptable.ingest.files.sniff import sniff_jsonl
 from steptable.ingest.files.tail import MAX_LINE
 from steptable.ingest.joined import Joiner
@@ -39,12 +39,8 @@ from steptable.ingest.store import RunStore
 RECHECK_SHARE = 20
 #: ... and never more than this many seconds (a new run on a filesystem without notifications waits that long)
 RECHECK_MAX = 30.0
-MAX_ERRORS = 10_000
 #: chunks one poll of a file skips for a bug of ours (each read past) before the rest waits for the next poll
 MAX_SKIPS = 16
-#: bad lines told per file; then one line says the rest are counted, not told (a run that logged a fractional step
-#: on every row made 10,000 lines of stderr for an agent to read). Each run's count stays in its store (summary: bad N).
-BAD_TOLD = 20
 #: a file missing this many seconds and polls (a paused follower's one late look is no while) is no longer followed:
 #: long enough for a rotation, a restarted run or a network filesystem's hiccup to bring it back (within it, the same
 #: run read on from where it was: after 10 s, tail -f printed a moved-and-restored file again from its first row).
@@ -71,10 +67,10 @@ class Follower:
         self.stores: dict[str, RunStore] = {}
         self._joiner = Joiner()  # (steptable.ingest.joined: a training resumed in a new logger directory is one run)
         self.mode = "idle"  # "notify" | "poll" while run() runs
-        self.error_count = 0
-        self._errors: deque[tuple[str, str]] = deque(maxlen=MAX_ERRORS)  # (the file, or "steptable"; the text)
-        self._reporting = threading.Lock()  # the count and the list change together (``errors_after``)
-        self._bad_lines: dict[str, int] = {}  # file -> bad lines reported in it
+        #: the problems reported; the sources hold its ``report``, not the follower (a follower dropped is freed
+        #: by reference counting, its stores with it)
+        self.reports = Reports()
+        self._report = self.reports.report
         self._sources: dict[Path, Source] = {}
         self._by_file: dict[str, Source] = {}  # absolute path -> source (watchfiles reports absolute paths)
         self._real: dict[str, Path] = {}  # the real path of each followed file -> its candidate key
@@ -96,12 +92,17 @@ class Follower:
     # --- public -----------------------------------------------------------------------------------------------
 
     @property
+    def error_count(self) -> int:
+        """How many problems were reported so far."""
+        return self.reports.count
+
+    @property
     def errors(self) -> list[str]:
-        """Every reported problem so far (the latest ``MAX_ERRORS``), as ``path:line: reason``."""
-        return [text for _, text in self._errors]
+        """Every reported problem so far (the latest ``reports.MAX_ERRORS``), as ``path:line: reason``."""
+        return [text for _, text in self.reports.kept]
 
     def errors_after(self, count: int) -> tuple[int, list[str]]:
-        """``error_count`` and the problems reported after the first ``count`` (of the latest ``MAX_ERRORS``), read
+        """``error_count`` and the problems reported after the first ``count`` (of the latest kept), read
         together: a pass on another thread (``scan`` while ``run`` follows) may be reporting meanwhile."""
         count, found = self.problems_after(count)
         return count, [text for _, text in found]
@@ -109,14 +110,12 @@ class Follower:
     def problems_after(self, count: int) -> tuple[int, list[tuple[str, str]]]:
         """:meth:`errors_after` with the file of each problem: (its path as discovery found it, or ``steptable``
         for the follower's own; the text)."""
-        with self._reporting:
-            new = self.error_count - count
-            return self.error_count, list(self._errors)[-new:] if new > 0 else []
+        return self.reports.after(count)
 
     def read_nothing(self) -> bool:
         """Problems were reported and no run holds a row: what the paths hold could not be read (garbage, a
         permission), which a one-shot command must not pass off as an empty run."""
-        return bool(self._errors) and not any(len(s) for s in self._runs.values())
+        return bool(self.reports.kept) and not any(len(s) for s in self._runs.values())
 
     def unreadable(self) -> list[str]:
         """What a one-shot command could not read although it was there: runs without a row that reported problems
@@ -325,18 +324,6 @@ class Follower:
             self._rejected.add(src.cand.path, tail.offset - tail.pending, tail.offset)
         else:
             self._rejected.add(src.cand.path)
-
-    def _report(self, bad: BadLine) -> None:
-        text = str(bad)
-        if bad.lineno:  # a line of a file (not the whole file, not a note): told up to BAD_TOLD times a file
-            n = self._bad_lines[bad.path] = self._bad_lines.get(bad.path, 0) + 1
-            if n > BAD_TOLD + 1:
-                return
-            if n > BAD_TOLD:
-                text = f"{bad.path}: more than {BAD_TOLD} bad lines; the rest are counted, not told (summary: bad N)"
-        with self._reporting:
-            self.error_count += 1
-            self._errors.append((bad.path, text))
 
     def note(self, message: str) -> None:
         """Report a problem of the follower's own (not of a file's line) as its files' are reported."""

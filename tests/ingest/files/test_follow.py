@@ -280,3 +280,32 @@ def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
     fo.scan()
     check_steps(store, [0, 1, 2, 3, 4])
     assert list(store.column("loss")) == [0.0, 2.0, 4.0, 6.0, 8.0]
+
+
+def test_a_follower_and_its_stores_are_freed_by_reference_counting(tmp_path: Path) -> None:
+    """A follower dropped takes its runs' stores (arrays of rows) with it without the collector: its sources held
+    its report method, so follower and sources made a cycle that waited for a full collection (the MCP server, one
+    follower a call, grew by a run's size a call). Runs of several kinds, with a bad line reported."""
+    import gc
+    import weakref
+
+    from tests.ingest.writers import torch_run
+
+    write_rows(tmp_path / "a" / "metrics.jsonl", [{"step": s, "loss": 1.0} for s in range(20)])
+    with open(tmp_path / "a" / "metrics.jsonl", "a") as f:
+        f.write("{bad\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "progress.csv").write_text("step,loss\n" + "".join(f"{s},1.0\n" for s in range(20)))
+    torch_run(tmp_path / "c", range(5))
+    gc.collect()
+    gc.disable()  # (nothing freed by a pass of the collector's own: what is freed, reference counting freed)
+    try:
+        fo = Follower([tmp_path])
+        fo.scan()
+        fo.finish()
+        assert len(fo.stores) == 3 and fo.errors, (fo.stores, fo.errors)
+        refs = [weakref.ref(fo), *(weakref.ref(s) for s in fo.stores.values())]
+        del fo
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
