@@ -52,9 +52,9 @@ def test_the_tools_runner_says_why_argparse_refused_a_value(tmp_path: Path, curs
 
 
 def test_the_tools_runner_frees_what_a_command_read_when_it_returns(tmp_path: Path) -> None:
-    """A follower and its sources refer to each other, so the runs a command read stayed in memory until the
-    collector's next full pass, which arrays of rows do not bring on: the MCP server of a 148 MB run grew ~40 MB a
-    call (634 MB after 40). After the runner returns, no store of the run is left."""
+    """The MCP server lives as long as an agent's session: after the runner returns, no store of the run is left,
+    with the collector off (reference counting frees what a command read; a full pass, which arrays of rows do not
+    bring on, is not waited for)."""
     import gc
     import io
 

@@ -283,9 +283,9 @@ def test_a_followed_file_restarted_or_replaced_keeps_its_steps(
 
 
 def test_a_follower_and_its_stores_are_freed_by_reference_counting(tmp_path: Path) -> None:
-    """A follower dropped takes its runs' stores (arrays of rows) with it without the collector: its sources held
-    its report method, so follower and sources made a cycle that waited for a full collection (the MCP server, one
-    follower a call, grew by a run's size a call). Runs of several kinds, with a bad line reported."""
+    """A follower dropped takes its runs' stores (arrays of rows) with it without the collector (no cycle through
+    the sources' report: the MCP server reads with a follower a call and must not keep each call's runs). Runs of
+    several kinds, with a bad line reported."""
     import gc
     import weakref
 
