@@ -18,6 +18,18 @@ wire (protobuf leaves 0 out) is step 0. A text summary (``add_text``: verl logs 
 cell: where it is (file, offset, step, tag) goes to the chunk's ``meta["texts"]``, and :func:`event_at` reads it
 again when it is shown.
 
+Scalars logged without a step (``add_scalar(tag, v)``: torch's SummaryWriter and tensorboardX write
+``global_step=None`` as no step, which reads as step 0, like a step 0 given) are numbered in the order written: a
+tag's value at step 0 where that tag already has one, the tag never having come with a step, joins the row being
+written if that row lacks the tag, else starts the row after it (its step + 1). A loop that logs ``loss`` and
+``acc`` without a step so makes one row per iteration; ``val`` every 4th iteration lands in the row of the
+iteration it was logged in; ``lr`` without a step beside a ``loss`` with one lands in the row of the loss logged
+before it. (TensorBoard itself keeps every such value at step 0: its step axis draws them all at one x, its relative
+and wall axes in the order written, which is the order the rows keep.) The first value of each tag stays at step 0
+(a run's genuine step 0 and the first value of a run without steps look alike on the wire), and so does a value of a
+tag that came with a step once (a loop that restarts its step each epoch is a restart at step 0). The numbering is
+a file's own: a second writer's file in the run's directory numbers from 0 again (a restart).
+
 Damage: a record whose data checksum fails is reported with its byte offset and skipped; a length whose checksum
 fails is searched past for the next record whose length checksum holds; a record cut by a concurrent write waits for
 the rest (reported when a one-shot read ends on it). Every good record is kept.
@@ -105,6 +117,12 @@ class EventParser:
         self._resync = False  # searching for the next record whose length checksum holds
         self._layout: tbsteps.Layout | None = None
         self._boundary = True  # the next call's bytes start where a step starts (a file's start, a run's end)
+        # scalars logged without a step (the module's docstring): the tags seen at step 0, those of them never seen
+        # at another step, and the step and tags of the row written last (it may have been returned by an earlier
+        # call; followed while some tag may be logged without a step, which the event making one sets)
+        self._at_zero: set[str] = set()
+        self._zero_only: set[str] = set()
+        self._row: tuple[int, set[str]] | None = None
 
     def parse(self, data: bytes | memoryview, base: int, final: bool = False) -> tuple[int, Parsed]:
         """Parse whole records of ``data`` (file bytes from offset ``base``, where the last call stopped; bytes or a
@@ -152,6 +170,8 @@ class EventParser:
             ev = self._event(payload, base + i, bad)
             if ev is not None:
                 wall, step, values = ev
+                if not step or self._zero_only:  # (else a run with steps: nothing to number)
+                    step = self._placed(step, values)
                 if steps and steps[-1] == step:
                     rows[-1].update(values)
                     if spans is not None and spans[-1][1] == i:
@@ -176,8 +196,28 @@ class EventParser:
             meta["texts"], self.texts = self.texts, []
         return i, Parsed(steps=steps, rows=rows, bad=bad, step_key="step", meta=meta)
 
+    def _placed(self, step: int, values: list[tuple[str, float | int | bool]]) -> int:
+        """The row step of an event of ``values`` at ``step`` (a value logged without a step is numbered: the
+        module's docstring); notes it as the row written last."""
+        tags = {t for t, _ in values}
+        if step:
+            self._zero_only -= tags
+        elif tags <= self._zero_only and self._row is not None:  # (seen at step 0 before, never with a step)
+            last, written = self._row
+            step = last if written.isdisjoint(tags) else last + 1
+        else:
+            self._zero_only |= tags - self._at_zero
+            self._at_zero |= tags
+        if self._row is not None and self._row[0] == step:
+            self._row[1].update(tags)
+        else:
+            self._row = (step, tags)
+        return step
+
     def _ran(self, run: tuple[int, Parsed], base: int, n: int) -> tuple[int, Parsed]:
         end, parsed = run
+        if parsed.steps and self._layout is not None:
+            self._row = (parsed.steps[-1], set(self._layout.tags))
         self.more = end < n
         self._boundary = True
         self.pos = base + end
@@ -201,7 +241,8 @@ class EventParser:
             return False
         ks = {f[0] for f in found if f is not None}
         tags = [f[1] for f in found if f is not None]
-        if len(ks) != 1 or not tbsteps.OWN_KEYS.isdisjoint(t.decode("utf-8", "replace") for t in tags):
+        # (k 0: no step on the wire, a run's step 0 or a scalar logged without a step, which the walk numbers)
+        if ks == {0} or len(ks) != 1 or not tbsteps.OWN_KEYS.isdisjoint(t.decode("utf-8", "replace") for t in tags):
             return False
         key = (*(bytes(data[a : a + 12]) for a, _ in spans), *tags, *ks)
         layout = self._layouts.get(key)
