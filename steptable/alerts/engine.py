@@ -39,6 +39,22 @@ from steptable.table import runinfo
 from steptable.table.formatting import fmt_auto as _f
 
 
+class _GradStill:
+    """The gate of a loss's flat test (``Flat.gate``): a loss flat for flat_rows rows is no learning signal only
+    where the grad norm, if the run logs one, is flat too: TRL's loss is round(beta * KL, 4), one value for hundreds
+    of steps of a run that learns. It holds the grad norm's flat test, not the engine, whose detectors hold it: an
+    engine dropped is freed by reference counting (the MCP server makes engines for every run a call reads)."""
+
+    __slots__ = ("config", "flat")
+
+    def __init__(self, config: AlertConfig) -> None:
+        self.config = config
+        self.flat: Flat | None = None  # the bound grad norm column's flat test, once made
+
+    def __call__(self) -> bool:
+        return self.flat is None or self.flat.run >= self.config.flat_rows - 1  # - 1: its row comes after the loss's
+
+
 class AlertEngine:
     """Streaming detectors: feed rows in order with :meth:`update`; poll :meth:`check_stall` while waiting."""
 
@@ -64,6 +80,7 @@ class AlertEngine:
         self._hack: deque[tuple[float, float]] = deque(maxlen=max(2, self.config.hack_window))
         self._auroc: deque[float] = deque(maxlen=max(2, self.config.hack_window))
         self._hack_latch = Latch()
+        self._grad_still = _GradStill(self.config)
 
     def _value(self, row: Mapping[str, Any], key: str) -> float | None:
         v = cell_float(row.get(key))
@@ -129,7 +146,7 @@ class AlertEngine:
             hints = self._hints.setdefault(key, {})
             found += zip(dets, [xs[key]] * len(dets), quiet.advance(dets, xs[key], steps, hints), strict=True)
         together: set[int] = set()  # fed row by row in the engine's order, every row of the block
-        if any(c is None and isinstance(d, Flat) and d.gate == self._grad_still for d, _, c in found):
+        if any(c is None and isinstance(d, Flat) and d.gate is self._grad_still for d, _, c in found):
             # a loss's flat test asks the grad norm's at its rows
             grad = self._dets.get(("grad_norm", self._bound.get("grad_norm", "")), ())
             together = {id(d) for d, _, c in found if isinstance(d, Flat) and (c is None or d in grad)}
@@ -187,18 +204,12 @@ class AlertEngine:
 
     def _new(self, role: str, key: str, classes: Sequence[type[Detector]]) -> tuple[Detector, ...]:
         dets = tuple(c(self.config, key) for c in classes if self.only is None or c in self.only)
-        if role == "loss":
-            for d in dets:
-                if isinstance(d, Flat):
-                    d.gate = self._grad_still
+        for d in dets:
+            if isinstance(d, Flat) and role == "loss":
+                d.gate = self._grad_still
+            elif isinstance(d, Flat) and role == "grad_norm":  # (the role's one bound column: its only detectors)
+                self._grad_still.flat = d
         return dets
-
-    def _grad_still(self) -> bool:
-        """A loss flat for flat_rows rows is no learning signal only where the grad norm, if the run logs one, is
-        flat too: TRL's loss is round(beta * KL, 4), one value for hundreds of steps of a run that learns."""
-        key = self._bound.get("grad_norm")
-        flat = next((d for d in self._dets.get(("grad_norm", key or ""), ()) if isinstance(d, Flat)), None)
-        return flat is None or flat.run >= self.config.flat_rows - 1  # - 1: its row comes after the loss's
 
     def resumed(self) -> None:
         """The next row starts a resumed run (rows replayed in step order: its clock restarts there). The gap to

@@ -24,7 +24,7 @@ from steptable.alerts.levels import EntropyRise
 from steptable.alerts.rules import Alert, AlertConfig
 from steptable.alerts.window import Detector
 
-#: roles scanned together: the loss's flat test asks the grad norm's flat detector (AlertEngine._grad_still)
+#: roles scanned together: the loss's flat test asks the grad norm's flat detector (the engine's _GradStill)
 _TIED = ("loss", "grad_norm")
 #: the hack test, after every detector in a row (AlertEngine.update)
 _LAST = ("hack", "auroc")

@@ -319,3 +319,25 @@ def test_a_sparse_column_of_a_store_is_no_nan(tmp_path: Path) -> None:
     with store.lock:
         found = feed_store(AlertEngine(), store, 0, len(store))
     assert [(a.level, a.step, a.column, a.kind) for a in found] == [("E", 119, "loss", "nonfinite")]
+
+
+def test_an_engine_dropped_is_freed_by_reference_counting() -> None:
+    """A loss's flat test asks the grad norm's (its gate) without holding the engine: an engine dropped is freed
+    without the collector (the MCP server makes one for every run a call reads). The gate still answers: a loss flat
+    while the grad norm moves is no alert; flat with it, one."""
+    import gc
+    import weakref
+
+    gc.collect()
+    gc.disable()  # (nothing freed by a pass of the collector's own)
+    try:
+        eng = AlertEngine()
+        moving = [a for s in range(60) for a in eng.update(s, {"loss": 0.25, "grad_norm": 1.0 + s / 100})]
+        still = [a for s in range(60, 120) for a in eng.update(s, {"loss": 0.25, "grad_norm": 2.0})]
+        assert [a.column for a in moving if a.kind == "flat"] == []
+        assert [a.column for a in still if a.kind == "flat"] == ["loss", "grad_norm"]
+        ref = weakref.ref(eng)
+        del eng
+        assert ref() is None
+    finally:
+        gc.enable()
