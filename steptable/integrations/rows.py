@@ -8,17 +8,16 @@ HF/TRL keys, generic otherwise), with room for the keys an adapter expects later
 again when a row brings keys none before it had.
 
 Only the writing rank does anything: another rank's ``RunLog`` makes no file and prints nothing. A run that training
-leaves by an uncaught exception is closed with it (marked ended with the error) by a ``sys.excepthook`` installed
-beside the one in place, or by an adapter's close called while the error passes (a ``finally``); one still open at
-interpreter exit is closed there, and one dropped open (its trainer collected after a caught error) when it is
-collected; where the framework closes the run at training's end (HF's on_train_end), those two are marked
-interrupted, and so is one still open when the framework begins training again (:func:`open_run`: a caught error,
-then ``train()`` again). Nothing here raises into training.
+leaves by an uncaught exception is closed with it (marked ended with the error), and one still open at interpreter
+exit or collected open is closed then (steptable.integrations.runends); an adapter's close called while the error
+passes (a ``finally``) marks it too. Where the framework closes the run at training's end (HF's on_train_end), one
+still open when the framework begins training again is marked interrupted (:func:`open_run`: a caught error, then
+``train()`` again). Nothing here raises into training: a row that cannot be logged, or a run whose logger cannot
+be made, is said once and training goes on.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import math
 import os
@@ -28,9 +27,9 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from steptable.integrations import runends
 from steptable.logger import process
 from steptable.logger.autocols import AutoColumns
 from steptable.logger.rank import LazyRank
@@ -44,75 +43,8 @@ from steptable.table import runinfo
 #: hyperparameters beside the run (discovery files ``args.json`` as the run's config side file)
 HPARAMS_NAME = "args.json"
 
-_OPEN: weakref.WeakSet[RunLog] = weakref.WeakSet()
 _NUMBERS = frozenset({float, int})
 _SCALARS = (bool, int, float, str)
-_hooked = False
-_hook_lock = threading.Lock()
-
-
-def _install_hooks() -> None:
-    """Once a process: close open runs with an uncaught exception (then the hook in place runs) and at exit; once an
-    IPython shell, with a cell's exception (:func:`_hook_ipython`)."""
-    global _hooked
-    with _hook_lock:
-        if not _hooked:
-            _hooked = True
-            previous = sys.excepthook
-
-            def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-                for run in list(_OPEN):
-                    run.close(exc)
-                previous(kind, exc, tb)
-
-            sys.excepthook = hook
-            atexit.register(_close_all)
-        _hook_ipython()
-
-
-def _hook_ipython() -> None:
-    """In IPython (Jupyter), where a cell's exception never reaches ``sys.excepthook``: once a shell, a cell that
-    raised closes with its exception the runs its framework ends (HF's train() raised inside the cell: its
-    on_train_end never comes). Other open runs stay open: a loop logged over several cells goes on."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return
-
-    def after_cell(result: Any) -> None:
-        exc = getattr(result, "error_in_exec", None)
-        if exc is not None:
-            for run in list(_OPEN):
-                if run.framework_ends:
-                    run.close(exc)
-
-    try:  # (made from inside training: nothing here may raise into it)
-        shell = ipython.get_ipython()
-        if shell is None or getattr(shell, "_steptable_hooked", False):
-            return
-        shell._steptable_hooked = True
-        shell.events.register("post_run_cell", after_cell)
-    except Exception as e:  # (an IPython without these events: the run is closed at exit, as before)
-        report_once("runlog-ipython", f"steptable: cannot follow IPython's cells ({error_text(e)})")
-
-
-def _close_all() -> None:
-    for run in list(_OPEN):
-        # (a run whose framework says when training ends that is open at exit never got there: a caught exception
-        # and sys.exit(1), hydra's way; marked as a non-zero exit is)
-        run.close(SystemExit(1) if run.framework_ends else None)
-
-
-def _close_collected(last: list[StepLogger], framework_ends: bool) -> None:
-    """A RunLog collected open: its StepLogger closed, marked interrupted where the framework would have closed it
-    at training's end (its open row, not flushed, is not written)."""
-    for lg in last:
-        try:
-            if framework_ends:
-                lg.__exit__(SystemExit, SystemExit(1), None)
-            else:
-                lg.close()
-        except Exception as e:  # (at any point of the program: a collection)
-            report_once("runlog-collected", f"steptable: closing a run dropped open failed ({error_text(e)})")
 
 
 def _number(v: Any) -> Any:
@@ -166,15 +98,14 @@ class RunLog:
         self._pending: dict[str, Any] | None = None
         self._closed = False
         self._lock = threading.RLock()
-        _OPEN.add(self)
-        _install_hooks()
+        runends.track(self)
         if self._rank.unknown or self._rank.value == 0:  # (a rank known to write nothing: no SIGTERM handler)
             process.hold_rows(self)  # (SIGTERM: the open row out before the run is marked interrupted)
         # (a run dropped open, its trainer collected after a caught exception, is closed then: held weakly, it
         # would never be, and read as live for ever)
         self._last: list[StepLogger] = []
-        self._collected = weakref.finalize(self, _close_collected, self._last, framework_ends)
-        self._collected.atexit = False  # (one alive at exit is _close_all's: its open row written first)
+        self._collected = weakref.finalize(self, runends.close_collected, self._last, framework_ends)
+        self._collected.atexit = False  # (one alive at exit: runends closes it, its open row first)
 
     def ends_with_training(self) -> None:
         """From now on the framework closes this run where training ends (``framework_ends``): a run an evaluation
@@ -183,7 +114,7 @@ class RunLog:
             return
         self.framework_ends = True
         self._collected.detach()
-        self._collected = weakref.finalize(self, _close_collected, self._last, True)
+        self._collected = weakref.finalize(self, runends.close_collected, self._last, True)
         self._collected.atexit = False
 
     @property
@@ -316,7 +247,7 @@ class RunLog:
             if self._closed:
                 return
             self._closed = True
-            _OPEN.discard(self)
+            runends.untrack(self)
             self._collected.detach()
             if not self.is_writer:
                 return
