@@ -85,7 +85,7 @@ class RunLog:
         log_dir: str | os.PathLike[str] | None = None,
         framework_ends: bool = False,
     ) -> None:
-        self.run_dir = None if run_dir is None else Path(run_dir).absolute()
+        self.run_dir = None if run_dir is None else _absolute(Path(run_dir))
         self.framework_ends = framework_ends
         self.log_dir = log_dir
         self.arm = arm
@@ -94,6 +94,7 @@ class RunLog:
         self.schema = schema
         self._rank = LazyRank(rank)
         self._logger: StepLogger | None = None
+        self._unmade = False  # the StepLogger could not be made (said once): the rows go nowhere
         self._step: Any = None
         self._pending: dict[str, Any] | None = None
         self._closed = False
@@ -164,11 +165,16 @@ class RunLog:
         return out
 
     def flush(self) -> None:
-        """The open row goes out now (the framework's step is over)."""
+        """The open row goes out now (the framework's step is over). Raises nothing: a row that cannot be logged is
+        said once (the adapter calls this from the framework's own hook)."""
         if not self.is_writer:
             return
-        with self._lock:
-            self._flush()
+        try:
+            with self._lock:
+                self._flush()
+        except Exception as e:
+            report_once(f"runlog-{id(self)}-flush", f"steptable: a row could not be logged ({error_text(e)}); "
+                        "training goes on")
 
     def at_sigterm(self) -> None:
         """SIGTERM kills the process next (steptable.logger.process): the open row goes out, so that the run is
@@ -192,14 +198,33 @@ class RunLog:
         if self._step is not None:
             row["step"] = self._step  # (the row is this RunLog's own, no longer pending)
         lg = self._logger if self._logger is not None else self._start(row)
+        if lg is None:
+            return
         if self.console:
             lg.log(row)
         else:  # (no console shows the row: it is not laid out or rendered)
             lg.record(row)
 
-    def _start(self, row: Mapping[str, Any]) -> StepLogger:
+    def _start(self, row: Mapping[str, Any]) -> StepLogger | None:
+        """The run's StepLogger, made at its first row; None where it cannot be made (said once, and not tried
+        again: its arguments do not change)."""
+        if self._unmade:
+            return None
         if self.console:  # (loguru's default handler would print every row to stderr, long-form)
-            _own_sinks(self, self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable")
+            try:
+                _own_sinks(self, self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable")
+            except Exception as e:  # (the rows still go to the JSONL, and to the console through loguru)
+                report_once(f"runlog-{id(self)}-sinks", f"steptable: the console's sinks could not be set up "
+                            f"({error_text(e)})")
+        try:
+            return self._make(row)
+        except Exception as e:
+            self._unmade = True
+            report_once(f"runlog-{id(self)}-start", f"steptable: the run's logger could not be made ({error_text(e)}); "
+                        "its rows are not logged, training goes on")
+            return None
+
+    def _make(self, row: Mapping[str, Any]) -> StepLogger:
         path = self.jsonl_path or JSONL_NAME
         schema = self.schema
         if schema is not None:
@@ -292,8 +317,19 @@ def next_step(last: Any, step: Any) -> Any:
     return last + 1 if isinstance(last, int) else last
 
 
+def _absolute(path: Path) -> Path:
+    """``path`` made absolute (a later os.chdir in the training script must not move the files); as given where the
+    working directory is gone (deleted under the job), where nothing relative to it can be written: said at the
+    first row."""
+    try:
+        return path.absolute()
+    except OSError:
+        return path
+
+
 def _jsonable(v: Any) -> Any:
-    """``v`` as JSON: containers walked, non-finite floats as text, anything else that is not JSON as its text."""
+    """``v`` as JSON: containers walked, non-finite floats as text, anything else that is not JSON as its text (as
+    ``<its type's name>`` where even that raises)."""
     v = _number(v)
     if v is None or isinstance(v, (bool, int, str)):
         return v
@@ -303,7 +339,10 @@ def _jsonable(v: Any) -> Any:
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
-    return str(v)
+    try:
+        return str(v)
+    except Exception:  # (its text cannot be had: its type's name, the file's other values kept)
+        return f"<{type(v).__name__}>"
 
 
 def need(module: str, extra: str, adapter: str) -> Any:

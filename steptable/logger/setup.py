@@ -143,7 +143,11 @@ def setup_logging(
     _direct = None
 
     directory = Path(log_dir)
-    where = (str(run_id), os.path.abspath(directory))  # (absolute: a later os.chdir must not move the file)
+    try:
+        absolute = os.path.abspath(directory)  # (a later os.chdir must not move the file)
+    except OSError:  # the working directory is gone (deleted under the job): the file cannot be opened, said below
+        absolute = os.fspath(directory)
+    where = (str(run_id), absolute)
     path = _log_path(where, rank.value)
     try:
         directory.mkdir(parents=True, exist_ok=True)

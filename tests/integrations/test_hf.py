@@ -92,6 +92,22 @@ def test_a_run_dir_no_file_can_have_leaves_the_training_going(tmp_path: Path, ca
             ] == ["5", "10"]
 
 
+def test_a_relative_run_dir_in_a_deleted_working_directory_leaves_the_training_going(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """The working directory deleted under the job (a scratch directory cleaned up), the rows' directory relative
+    to it: no file can be made there, which is said once, and the training ends normally. on_train_begin raised
+    FileNotFoundError into train() (the run's path made absolute)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
+    trainer = tiny_trainer(tmp_path / "out", [StepTableCallback(run_dir="logs")], max_steps=4, logging_steps=1,
+                           eval_steps=0)  # (torch's compiler config, imported with it, asks for the directory)
+    scratch.rmdir()
+    trainer.train()
+    assert trainer.state.global_step == 4
+    assert capfd.readouterr().err.count("the run's logger could not be made") == 1
+
+
 def test_arm_defaults_to_the_run_name(tmp_path: Path) -> None:
     trainer = tiny_trainer(tmp_path / "out", [StepTableCallback()], max_steps=5, eval_steps=0,
                            run_name="grpo-7")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from steptable.logger.autocols import auto_columns
+from tests.integrations.helpers import rows_of
 
 ADAPTERS = {
     "hf": "transformers",
@@ -136,3 +137,80 @@ def test_a_run_log_of_a_rank_that_writes_nothing_leaves_sigterm_at_its_default(t
                               timeout=120, cwd=Path(__file__).resolve().parents[2], env=env)
         caught[how] = done.stdout.strip()
     assert caught == {"rank=1": "False", "env": "False", "rank=0": "True"}
+
+
+@pytest.fixture
+def cwd_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The working directory is deleted under the job (a scratch directory cleaned up while it runs)."""
+    gone = tmp_path / "scratch"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+
+
+def log_three_rows(run: object) -> None:
+    """What an adapter does from a framework's hooks: a row a step, flushed where the step ends, then closed."""
+    from steptable.integrations.rows import RunLog
+
+    assert isinstance(run, RunLog)
+    for step in range(3):
+        run.add({"loss": 1 / (step + 1)}, step)
+        run.flush()
+    run.close()
+
+
+def test_a_relative_run_dir_in_a_deleted_working_directory_is_said_once_and_training_goes_on(
+        cwd_gone: None, capfd: pytest.CaptureFixture[str]) -> None:
+    """No file can be made at a relative path once the working directory is gone: the RunLog raised
+    FileNotFoundError (making its path absolute) into the framework's hook that made it."""
+    from steptable.integrations.rows import RunLog
+
+    for console in (False, True):
+        log_three_rows(RunLog("logs", console=console, rank=0))
+        err = capfd.readouterr().err
+        assert err.count("the run's logger could not be made") == 1, err
+
+
+def test_a_relative_log_dir_in_a_deleted_working_directory_leaves_the_rows_going_to_the_run_dir(
+        cwd_gone: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """An absolute run_dir with a relative log_dir for the verbose log: the console's sinks raised
+    FileNotFoundError from RunLog.flush (setup_logging made the log's path absolute); the verbose log is said to be
+    unavailable and the rows go to the JSONL."""
+    from steptable.integrations.rows import RunLog
+
+    log_three_rows(RunLog(tmp_path / "run", log_dir="verbose", console=True, rank=0))
+    assert [r["step"] for r in rows_of(tmp_path / "run")] == [0, 1, 2]
+    assert capfd.readouterr().err.count("cannot open the verbose log") == 1
+
+
+class _Unprintable:
+    """An arm whose text cannot be had (its __str__ raises, as a config node's of a closed store)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __str__
+
+
+@pytest.mark.parametrize("console", [False, True])
+def test_an_arm_whose_text_raises_is_said_once_and_training_goes_on(
+        console: bool, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The StepLogger is made at the first row, from the framework's hook: its arm's str() raised out of
+    RunLog.flush."""
+    from steptable.integrations.rows import RunLog
+
+    log_three_rows(RunLog(tmp_path / "run", _Unprintable(), console=console, rank=0))  # type: ignore[arg-type]
+    said = capfd.readouterr().err.splitlines()
+    assert len(said) == len(set(said)) and "could not be made (RuntimeError('no text'))" in said[-1], said
+
+
+def test_a_hyperparameter_whose_text_raises_leaves_the_others_in_args_json(tmp_path: Path) -> None:
+    """One value of a config that has no text (its __str__ raises) cost the whole args.json."""
+    import json
+
+    from steptable.integrations.rows import RunLog
+
+    run = RunLog(tmp_path / "run", console=False, rank=0)
+    assert run.hparams({"lr": 0.1, "node": _Unprintable()}) is not None
+    run.close()
+    assert json.loads((tmp_path / "run" / "args.json").read_text()) == {"lr": 0.1, "node": "<_Unprintable>"}

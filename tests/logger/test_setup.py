@@ -120,6 +120,21 @@ def test_verbose_log_on_a_full_disk_is_reported_once(tmp_path: Path) -> None:
     assert proc.stdout.count("I row") == 50
 
 
+def test_a_relative_log_dir_in_a_deleted_working_directory_leaves_the_console(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """The working directory deleted under the job: the verbose log cannot be opened, which is said, and the
+    console works. setup_logging raised FileNotFoundError (making the log's path absolute), from inside training
+    where an adapter sets the sinks up at the first row."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
+    scratch.rmdir()
+    setup_logging("t", log_dir="logs")
+    logger.info("row 1")
+    out, err = capfd.readouterr()
+    assert out == "I row 1\n" and err.count("cannot open the verbose log") == 1, err
+
+
 def test_verbose_log_names_the_callers_line(tmp_path: Path) -> None:
     from steptable import setup_logging
 
