@@ -49,13 +49,11 @@ _SCALARS = (bool, int, float, str)
 
 def _number(v: Any) -> Any:
     """A framework's scalar as a plain value: a 0-d tensor / numpy number by ``item()``, anything else as it is."""
-    item = getattr(v, "item", None)
-    if item is not None and getattr(v, "ndim", 0) == 0:
-        try:
-            return item()
-        except Exception:  # (a tensor of several values has ndim > 0; anything odd is logged as it is)
-            return v
-    return v
+    try:  # (a tensor of several values has ndim > 0; anything odd, its shape or item() raising, is kept as it is)
+        item = getattr(v, "item", None)
+        return item() if item is not None and getattr(v, "ndim", 0) == 0 else v
+    except Exception:
+        return v
 
 
 class RunLog:

@@ -26,7 +26,10 @@ from stable_baselines3.common.logger import KVWriter  # noqa: E402
 def _scalar(v: Any) -> bool:
     if isinstance(v, (bool, int, float, str)):
         return True
-    return getattr(v, "ndim", None) == 0  # a numpy or torch scalar
+    try:
+        return getattr(v, "ndim", None) == 0  # a numpy or torch scalar
+    except Exception:  # (a value whose shape cannot be read is no scalar: left out, never raised into the dump)
+        return False
 
 
 class StepTableOutputFormat(KVWriter):  # type: ignore[misc]

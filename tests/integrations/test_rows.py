@@ -214,3 +214,24 @@ def test_a_hyperparameter_whose_text_raises_leaves_the_others_in_args_json(tmp_p
     assert run.hparams({"lr": 0.1, "node": _Unprintable()}) is not None
     run.close()
     assert json.loads((tmp_path / "run" / "args.json").read_text()) == {"lr": 0.1, "node": "<_Unprintable>"}
+
+
+class _ItemWithoutShape:
+    """A value with ``item()`` whose shape cannot be read (its ``ndim`` raises)."""
+
+    def item(self) -> float:
+        return 1.0
+
+    @property
+    def ndim(self) -> int:
+        raise RuntimeError("freed")
+
+
+def test_a_value_whose_shape_raises_is_left_out_of_its_row_alone(tmp_path: Path) -> None:
+    """Reading the value's shape raised inside RunLog.add, and the whole row was lost with it."""
+    from steptable.integrations.rows import RunLog
+
+    run = RunLog(tmp_path / "run", console=False, rank=0)
+    run.add({"loss": 0.5, "odd": _ItemWithoutShape()}, 0)
+    run.close()
+    assert [(r["step"], r["loss"], "odd" in r) for r in rows_of(tmp_path / "run")] == [(0, 0.5, False)]

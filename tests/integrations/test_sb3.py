@@ -144,6 +144,32 @@ def test_learning_that_raises_is_marked_ended_with_its_error(tmp_path: Path) -> 
     assert info_of(tmp_path / "ppo")["end"] == "MemoryError"
 
 
+class _Shapeless:
+    """A recorded value whose shape cannot be read (its ``ndim`` raises, as a proxy of a freed array's)."""
+
+    @property
+    def ndim(self) -> int:
+        raise RuntimeError("freed")
+
+
+def test_a_recorded_value_whose_shape_raises_is_left_out_and_learning_goes_on(tmp_path: Path) -> None:
+    """The output format raised the value's RuntimeError into SB3's dump, ending learn()."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Records(BaseCallback):  # type: ignore[misc]
+        def _on_step(self) -> bool:
+            self.logger.record("custom/odd", _Shapeless())
+            return True
+
+    fmt = StepTableOutputFormat(tmp_path / "ppo", console=False)
+    model = sb3.PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(Logger(None, output_formats=[fmt]))
+    model.learn(192, callback=Records())
+    fmt.close()
+    rows = rows_of(tmp_path / "ppo")
+    assert [r["step"] for r in rows] == [64, 128, 192] and not any("custom/odd" in r for r in rows)
+
+
 def test_learning_stopped_by_sigterm_keeps_the_last_dumps_row(tmp_path: Path) -> None:
     """SIGTERM (a preempted job) between two dumps: the run is marked interrupted with every dump's row, as SB3's
     own CSV has them. The last dump's row, held open for an evaluation of its timestep, died with the process."""
