@@ -20,6 +20,9 @@ import weakref
 from types import FrameType, TracebackType
 from typing import Any, Protocol
 
+from steptable.logger import termwatch
+from steptable.logger.rank import known_rank
+
 #: ``STEPTABLE_SIGTERM=0`` (or off, false, no): no SIGTERM handler is installed (SIGTERM kills at once, as without
 #: steptable; the runs it ends read as not closed)
 SIGTERM_ENV = "STEPTABLE_SIGTERM"
@@ -128,16 +131,23 @@ def one_of_several() -> bool:
 
 def _catch_sigterm() -> None:
     """Install :func:`_on_sigterm` once per process: in the main thread (only it can), on POSIX, where SIGTERM has
-    its default action (nothing caught it: not the user, Lightning, accelerate or a C extension), in a process that
-    is not one of several (:func:`one_of_several`), unless :data:`SIGTERM_ENV` turns it off."""
+    its default action (nothing caught it: not the user, Lightning, accelerate or a C extension), unless
+    :data:`SIGTERM_ENV` turns it off. In one of several processes (:func:`one_of_several`) only on rank 0 as the
+    launcher's environment or the process group says it, and with steptable.logger.termwatch's watcher: when a
+    peer dies, the launcher sends SIGTERM to ranks that may wait in a collective, where a Python handler cannot
+    run before the launcher's SIGKILL; the watcher does the handler's work there and the process dies of SIGTERM
+    as it would have. Where it cannot watch (another's wakeup fd), no handler."""
     global _sigterm_ours
-    # (one of several: when a peer dies, the launcher sends SIGTERM to ranks stuck in a collective, where a Python
-    # handler cannot run: it would only hold the process until the launcher's SIGKILL)
     if _sigterm_ours or os.name != "posix" or threading.current_thread() is not threading.main_thread() \
-            or _sigterm_off() or one_of_several():
+            or _sigterm_off():
+        return
+    several = one_of_several()
+    if several and known_rank() != 0:
         return
     try:
         if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL or _caught_below_python(signal.SIGTERM):
+            return
+        if several and not termwatch.watch(_on_sigterm, _mark_interrupted):
             return
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError, RuntimeError):
@@ -165,6 +175,15 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     one it finds): nothing, as the default action it would have found is never called."""
     if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
         return
+    if not termwatch.begin():  # (the watcher does it: this thread was held past its grace, or this runs twice)
+        return
+    _mark_interrupted()
+    termwatch.die_of_sigterm()
+
+
+def _mark_interrupted() -> None:
+    """SIGTERM's work before the process dies of it: the rows held for loggers given to them, then every live
+    logger's run marked interrupted. Raises nothing."""
     for holder in list(_HOLDERS):  # (first: a row it gives may make a logger, which marks its run below)
         try:
             holder.at_sigterm()
@@ -175,8 +194,6 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
             logger.at_sigterm()
         except Exception:  # (it raises nothing; the process must die of the signal all the same)
             pass
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)  # (delivered before kill() returns: this thread does not block it)
 
 
 #: one byte shared (an anonymous shared mapping) by this process and every process forked from it, a child's
@@ -199,6 +216,7 @@ def first_child_to_tell() -> bool:
 
 def _after_fork_in_child() -> None:
     global _sigterm_ours
+    termwatch.after_fork_in_child()  # (first: the child's signals must never reach the parent's watcher)
     for logger in list(_LIVE):
         logger.after_fork()
     if _sigterm_ours:  # the child's runs are not its own: SIGTERM kills it at once, as before (a logger it makes

@@ -4,11 +4,14 @@ automatic columns of the first row."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -235,3 +238,65 @@ def test_a_value_whose_shape_raises_is_left_out_of_its_row_alone(tmp_path: Path)
     run.add({"loss": 0.5, "odd": _ItemWithoutShape()}, 0)
     run.close()
     assert [(r["step"], r["loss"], "odd" in r) for r in rows_of(tmp_path / "run")] == [(0, 0.5, False)]
+
+
+TORCHRUN_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    import torch, torch.distributed as dist
+    from steptable.integrations.rows import RunLog
+
+    run_dir, how = sys.argv[1], sys.argv[2]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    run = RunLog(run_dir, console=False)  # (the rank from torchrun's RANK: only rank 0 writes)
+    for step in range(100_000):
+        t = torch.ones(1) * step
+        dist.all_reduce(t)
+        run.add({"loss": 1.0 / (step + 1), "sum": t.item()}, step)  # (the row stays open for this step's eval)
+        if rank == 0 and step == 20:
+            with open(run_dir + ".ready", "w") as f:
+                f.write(str(step))
+            if how == "held":  # (as a device sync on a collective a dead peer never completes)
+                torch.futures.Future().wait()
+        time.sleep(0.01)
+""")
+
+
+@pytest.mark.parametrize("how", ["looping", "held"])
+def test_sigterm_to_torchrun_writes_rank_zeros_open_row_and_the_job_ends_as_it_would(tmp_path: Path,
+                                                                                       how: str) -> None:
+    """A preempted torchrun job (SIGTERM to the launcher, which sends it on to its workers and SIGKILLs those
+    alive 30 s later): rank 0's open row was lost and the run read as killed, as no handler was installed under a
+    launcher. Now the row is written and the run marked interrupted, and rank 0 still dies of SIGTERM at once, its
+    main thread running Python or held in a C++ wait (no worker is left for the launcher's SIGKILL)."""
+    pytest.importorskip("torch.distributed.run")
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "STEPTABLE_SIGTERM")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    launcher = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                                 "2", "--no-python", sys.executable, "-c", TORCHRUN_SCRIPT,
+                                 str(run), how], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    ready = Path(f"{run}.ready")
+    try:
+        for _ in range(1200):
+            if ready.exists() or launcher.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert ready.exists(), launcher.communicate(timeout=60)[0][-3000:]
+        if how == "looping":
+            time.sleep(0.2)  # (a few more steps: the open row is a later one)
+        launcher.send_signal(signal.SIGTERM)
+        out = launcher.communicate(timeout=120)[0]
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert "forcefully exiting" not in out and "Sending process" in out, out[-3000:]
+    rows = rows_of(run)
+    last = rows[-1]["step"]
+    assert [r["step"] for r in rows] == list(range(last + 1)) and last >= 20
+    if how == "held":
+        assert last == 20  # the open row of the step the main thread is held in
+    from steptable.table import runinfo
+
+    info = json.loads((run / runinfo.file_name(None)).read_text())
+    assert info.get("end") == "interrupted" and info["rows"] == last + 1

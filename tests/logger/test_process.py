@@ -367,16 +367,31 @@ def test_a_rank_that_writes_nothing_leaves_sigterm_at_its_default(tmp_path: Path
     assert caught == {"1": "False", "0": "True", None: "True"}
 
 
-@pytest.mark.parametrize("env", [{"WORLD_SIZE": "2", "RANK": "0"}, {"SLURM_NTASKS": "4"}, {"WORLD_SIZE": "1"}])
-def test_a_process_of_several_leaves_sigterm_at_its_default(tmp_path: Path, env: dict[str, str]) -> None:
-    """Rank 0 of several (torchrun, srun): when a peer dies the launcher sends SIGTERM to ranks that may wait in a
-    hung collective, where a Python handler cannot run; one would only hold the process until the launcher's
-    SIGKILL. A world of one is a process alone."""
+@pytest.mark.parametrize(("env", "caught"), [({"WORLD_SIZE": "2", "RANK": "0"}, True), ({"SLURM_NTASKS": "4"}, False),
+                                             ({"WORLD_SIZE": "2", "RANK": "1"}, False), ({"WORLD_SIZE": "1"}, True)])
+def test_a_process_of_several_catches_sigterm_on_rank_zero_only(tmp_path: Path, env: dict[str, str],
+                                                                  caught: bool) -> None:
+    """Rank 0 of several (torchrun, srun) catches SIGTERM, with steptable.logger.termwatch's watcher for a main thread
+    held in a collective; a rank that writes nothing, or one whose rank no launcher says (srun's SLURM_NTASKS
+    without its SLURM_PROCID), leaves it at its default. A world of one is a process alone."""
     proc = _script("""
         StepLogger(run_dir=RUN, console=False, alerts=False)
         print(signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
-    """, tmp_path / "run", head=HEAD, env=env)
-    assert proc.stdout.strip() == str(env == {"WORLD_SIZE": "1"}), proc.stderr
+    """, tmp_path / "run", head=HEAD, env={"RANK": "", "SLURM_PROCID": "", **env})
+    assert proc.stdout.strip() == str(caught), proc.stderr
+
+
+def test_rank_zero_of_several_leaves_sigterm_at_its_default_where_another_has_the_wakeup_fd(tmp_path: Path) -> None:
+    """Another library's wakeup fd (asyncio's signal handlers): no watcher can be had, and a handler without it would
+    hold a process stuck in a collective until the launcher's SIGKILL: none is installed, the wakeup fd stays theirs."""
+    proc = _script("""
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
+        StepLogger(run_dir=RUN, console=False, alerts=False)
+        print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, signal.set_wakeup_fd(-1) == w)
+    """, tmp_path / "run", head=HEAD, env={"WORLD_SIZE": "2", "RANK": "0"})
+    assert proc.stdout.split() == ["True", "True"], proc.stderr
 
 
 def test_a_forked_child_dies_of_sigterm_at_once_and_leaves_the_parents_run(tmp_path: Path) -> None:
