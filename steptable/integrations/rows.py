@@ -18,6 +18,7 @@ be made, is said once and training goes on.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -44,6 +45,9 @@ from steptable.table import runinfo
 HPARAMS_NAME = "args.json"
 
 _NUMBERS = frozenset({float, int})
+#: each RunLog's number, for its report topics (an id() comes back once a RunLog is collected, and a later run's
+#: failure would go unsaid)
+_RUNS = itertools.count()
 _SCALARS = (bool, int, float, str)
 
 
@@ -97,6 +101,7 @@ class RunLog:
         self._pending: dict[str, Any] | None = None
         self._closed = False
         self._lock = threading.RLock()
+        self._topic = f"runlog-{next(_RUNS)}"
         runends.track(self)
         if self._rank.unknown or self._rank.value == 0:  # (a rank known to write nothing: no SIGTERM handler)
             process.hold_rows(self)  # (SIGTERM: the open row out before the run is marked interrupted)
@@ -146,7 +151,7 @@ class RunLog:
                 else:
                     self._pending.update(self._scalars(metrics))
         except Exception as e:  # (the loop must survive a value we cannot read)
-            report_once(f"runlog-{id(self)}-add", f"steptable: a row could not be taken ({error_text(e)})")
+            report_once(f"{self._topic}-add", f"steptable: a row could not be taken ({error_text(e)})")
 
     def _scalars(self, metrics: Mapping[str, Any]) -> dict[str, Any]:
         """The values of ``metrics`` that are one value (a 0-d tensor or numpy number as its item); a list, an
@@ -158,7 +163,7 @@ class RunLog:
             if v is None or isinstance(v, _SCALARS):
                 out[k] = v
             else:
-                report_once(f"runlog-{id(self)}-value-{k}", f"steptable: {k} is not one value "
+                report_once(f"{self._topic}-value-{k}", f"steptable: {k} is not one value "
                             f"({type(v).__name__}): not in the rows")
         return out
 
@@ -171,7 +176,7 @@ class RunLog:
             with self._lock:
                 self._flush()
         except Exception as e:
-            report_once(f"runlog-{id(self)}-flush", f"steptable: a row could not be logged ({error_text(e)}); "
+            report_once(f"{self._topic}-flush", f"steptable: a row could not be logged ({error_text(e)}); "
                         "training goes on")
 
     def at_sigterm(self) -> None:
@@ -184,7 +189,7 @@ class RunLog:
             if held:
                 self._flush()
         except Exception as e:
-            report_once(f"runlog-{id(self)}-sigterm", f"steptable: the last row was lost ({error_text(e)})")
+            report_once(f"{self._topic}-sigterm", f"steptable: the last row was lost ({error_text(e)})")
         finally:
             if held:
                 self._lock.release()
@@ -212,13 +217,13 @@ class RunLog:
             try:
                 _own_sinks(self, self.log_dir or self.run_dir or Path(tempfile.gettempdir()) / "steptable")
             except Exception as e:  # (the rows still go to the JSONL, and to the console through loguru)
-                report_once(f"runlog-{id(self)}-sinks", f"steptable: the console's sinks could not be set up "
+                report_once(f"{self._topic}-sinks", f"steptable: the console's sinks could not be set up "
                             f"({error_text(e)})")
         try:
             return self._make(row)
         except Exception as e:
             self._unmade = True
-            report_once(f"runlog-{id(self)}-start", f"steptable: the run's logger could not be made ({error_text(e)}); "
+            report_once(f"{self._topic}-start", f"steptable: the run's logger could not be made ({error_text(e)}); "
                         "its rows are not logged, training goes on")
             return None
 
@@ -229,7 +234,7 @@ class RunLog:
             try:  # (the first row and every row with new keys are laid out with it)
                 get_schema(schema, Path(path).parent)
             except Exception as e:  # an unknown schema name, a user schema file that cannot be read
-                report_once(f"runlog-{id(self)}-cols", f"steptable: schema {schema!r} not used ({error_text(e)})")
+                report_once(f"{self._topic}-cols", f"steptable: schema {schema!r} not used ({error_text(e)})")
                 schema = None
         cols = AutoColumns(path, expect=self.expect, schema=schema)
         self._logger = StepLogger(cols, self.run_dir, self.arm, rank=0, console=self.console)
@@ -254,7 +259,7 @@ class RunLog:
             os.replace(tmp, path)
             return path
         except Exception as e:  # (a full disk, a config nested past the recursion limit)
-            report_once(f"runlog-{id(self)}-hparams", f"steptable: cannot write {path.name} ({error_text(e)})")
+            report_once(f"{self._topic}-hparams", f"steptable: cannot write {path.name} ({error_text(e)})")
             return None
 
     def close(self, exc: BaseException | None = None, failed: bool = False, ended_well: bool = False) -> None:
@@ -277,7 +282,7 @@ class RunLog:
             try:
                 self._flush()
             except Exception as e:
-                report_once(f"runlog-{id(self)}-close", f"steptable: the last row was lost ({error_text(e)})")
+                report_once(f"{self._topic}-close", f"steptable: the last row was lost ({error_text(e)})")
             lg = self._logger
             if lg is None:
                 return

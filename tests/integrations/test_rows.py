@@ -300,3 +300,23 @@ def test_sigterm_to_torchrun_writes_rank_zeros_open_row_and_the_job_ends_as_it_w
 
     info = json.loads((run / runinfo.file_name(None)).read_text())
     assert info.get("end") == "interrupted" and info["rows"] == last + 1
+
+
+def test_each_run_says_its_own_failure_once_though_an_earlier_one_was_collected(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A run's failures were said once per id() of its RunLog: a later RunLog made where a collected one was (CPython
+    gives its memory again, and so its id()) had its failure left unsaid."""
+    from steptable.integrations.rows import RunLog
+
+    ids: set[int] = set()
+    for i in range(200):
+        run = RunLog(tmp_path / f"run{i}", _Unprintable(), console=False, rank=0)  # type: ignore[arg-type]
+        again = id(run) in ids
+        ids.add(id(run))
+        capfd.readouterr()
+        log_three_rows(run)
+        del run
+        if again:  # a collected run's id(), given again
+            assert "the run's logger could not be made" in capfd.readouterr().err
+            return
+    pytest.skip("no RunLog was made where a collected one had been")
