@@ -5,7 +5,9 @@ writer; a process that exits without close() (a script that never calls it, an e
 still say the alerts of rows waiting for their batch, and how it ended where the interpreter knows: an exception
 uncaught in the main thread (:func:`died_of`). SIGTERM at its default action kills the process with no exit to
 hook: where nothing else handles it, a handler marks the runs interrupted first (:func:`_on_sigterm`), after the
-rows held for them are given to them (:func:`hold_rows`). Each logger is held weakly from :func:`track` on.
+rows held for them are given to them (:func:`hold_rows`); on rank 0 of several processes a launcher started, with
+steptable.logger.termwatch's thread for a main thread held where the handler cannot run. Each logger is held weakly
+from :func:`track` on.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ handler to begin on the main thread (:func:`begin`); where it has not, the threa
 :data:`DEADLINE_S` at most, and kills the process with SIGTERM at its default action. Where the handler began, the
 process is killed all the same once :data:`DEADLINE_S` have passed (a handler stuck on a lock). Either way it dies
 of signal 15 within seconds, as it would without a handler, its runs marked first. A wakeup fd another library set
-is left alone: :func:`watch` says so, and the caller installs no handler then.
+is left alone: :func:`watch` says so, and the caller installs no handler then; one set after it (asyncio's signal
+handlers) leaves the watcher deaf, the handler on the main thread working as in a process alone.
 """
 
 from __future__ import annotations
