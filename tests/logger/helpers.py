@@ -183,3 +183,15 @@ def opens_non_blocking(path: Path) -> bool:
         return not os.get_blocking(probe)
     finally:
         os.close(probe)
+
+
+def started_script(script: str, run: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``python -c script RUN`` started (``env`` over this process's), once it printed ``ready``: its first line."""
+    proc = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line != "ready\n":
+        proc.kill()
+        raise AssertionError(line + proc.communicate()[1])
+    return proc

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import run_cli
-from tests.logger.helpers import SIGTERM_IN_A_READ, description
+from tests.logger.helpers import SIGTERM_IN_A_READ, description, started_script
 
 #: the head of every script: a StepLogger on ``RUN`` (the script's first argument) that logs steps 0-4, no ``with``
 HEAD = textwrap.dedent("""
@@ -42,14 +42,7 @@ def _script(body: str, run: Path, *, head: str = LOGGED, env: dict[str, str] | N
 
 def _started(body: str, run: Path, *, head: str = LOGGED, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """The script started, once it printed ``ready``."""
-    proc = subprocess.Popen([sys.executable, "-c", head + textwrap.dedent(body), str(run)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line != "ready\n":
-        proc.kill()
-        raise AssertionError(line + proc.communicate()[1])
-    return proc
+    return started_script(head + textwrap.dedent(body), run, env)
 
 
 def _state(run: Path, capsys: pytest.CaptureFixture[str]) -> str:

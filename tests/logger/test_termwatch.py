@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.logger.helpers import description
+from tests.logger.helpers import description, started_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RANK_ZERO_OF_TWO = {"WORLD_SIZE": "2", "RANK": "0", "PYTHONPATH": str(ROOT)}
@@ -30,14 +30,7 @@ HEAD = textwrap.dedent("""
 
 def _started(body: str, run: Path) -> subprocess.Popen[str]:
     """A rank 0 of two that logged rows 0-4, then ``body``, once it printed ``ready``."""
-    proc = subprocess.Popen([sys.executable, "-c", HEAD + textwrap.dedent(body), str(run)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **RANK_ZERO_OF_TWO})
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line != "ready\n":
-        proc.kill()
-        raise AssertionError(line + proc.communicate()[1])
-    return proc
+    return started_script(HEAD + textwrap.dedent(body), run, RANK_ZERO_OF_TWO)
 
 
 def test_a_main_thread_held_in_a_c_wait_dies_of_sigterm_with_its_run_marked_interrupted(tmp_path: Path) -> None:

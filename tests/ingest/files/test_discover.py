@@ -298,26 +298,34 @@ def test_accelerates_tensorboard_hyper_parameters_are_no_run_of_their_own(tmp_pa
     assert [c.run_id for c in discover([tmp_path / events[1]])] == []  # (its directory asked for: no rows there)
 
 
-def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path: Path) -> None:
-    """``wandb.init(sync_tensorboard=True)`` copies each event file into the run's ``files/`` for upload: the same
-    rows as the writer's own directory (and the W&B run's history), passed over unless named (it was a second
-    TensorBoard run of the arm, which compare took for a second seed)."""
+def _synced_run(work: Path, wandb_dir: Path) -> Path:
+    """A W&B run with ``sync_tensorboard=True`` whose script (in ``work``) writes TensorBoard events to
+    ``work/tblogs``, W&B's files under ``wandb_dir``; W&B's copy of the event file."""
     from tests.ingest.writers import run_writer
 
     pytest.importorskip("wandb")
     pytest.importorskip("tensorboard")
+    work.mkdir(exist_ok=True)
     run_writer(f"""
         import os, wandb
         from torch.utils.tensorboard import SummaryWriter
-        os.chdir({str(tmp_path)!r})  # (W&B copies a log directory named relative to the working one)
+        os.chdir({str(work)!r})  # (W&B copies a log directory named relative to the working one)
         run = wandb.init(project="p", name="synced", sync_tensorboard=True)
         writer = SummaryWriter("tblogs")
         for step in range(0, 50, 5):
             writer.add_scalar("loss", 1.0 / (step + 1), step)
         writer.close()
         run.finish()
-    """, {"WANDB_DIR": str(tmp_path)})
-    (copied,) = tmp_path.glob("wandb/*run-*/files/**/events.out.tfevents.*")
+    """, {"WANDB_DIR": str(wandb_dir)})
+    (copied,) = wandb_dir.glob("wandb/*run-*/files/**/events.out.tfevents.*")
+    return copied
+
+
+def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path: Path) -> None:
+    """``wandb.init(sync_tensorboard=True)`` copies each event file into the run's ``files/`` for upload: the same
+    rows as the writer's own directory (and the W&B run's history), passed over unless named (it was a second
+    TensorBoard run of the arm, which compare took for a second seed)."""
+    copied = _synced_run(tmp_path, tmp_path)
     found = discover([tmp_path])
     assert [c.run_id for c in found if c.kind == "tensorboard"] == ["tblogs"]
     assert [c.kind for c in found].count("wandb") == 1
@@ -327,23 +335,7 @@ def test_wandbs_copy_of_synced_tensorboard_events_is_no_run_of_its_own(tmp_path:
 def test_wandbs_copy_of_synced_tensorboard_events_is_passed_over_with_wandb_dir_elsewhere(tmp_path: Path) -> None:
     """With ``WANDB_DIR`` other than the working directory, W&B's copy in the run's ``files/`` (a link to the
     writer's file) is no run of its own either: it was a second TensorBoard run of the arm beside the writer's."""
-    from tests.ingest.writers import run_writer
-
-    pytest.importorskip("wandb")
-    pytest.importorskip("tensorboard")
-    (tmp_path / "work").mkdir()
-    run_writer(f"""
-        import os, wandb
-        from torch.utils.tensorboard import SummaryWriter
-        os.chdir({str(tmp_path / "work")!r})
-        run = wandb.init(project="p", name="synced", sync_tensorboard=True)
-        writer = SummaryWriter("tblogs")
-        for step in range(0, 50, 5):
-            writer.add_scalar("loss", 1.0 / (step + 1), step)
-        writer.close()
-        run.finish()
-    """, {"WANDB_DIR": str(tmp_path / "wb")})
-    (copied,) = tmp_path.glob("wb/wandb/*run-*/files/**/events.out.tfevents.*")
+    copied = _synced_run(tmp_path / "work", tmp_path / "wb")
     found = discover([tmp_path])
     assert [c.run_id for c in found if c.kind == "tensorboard"] == ["work/tblogs"]
     assert [c.kind for c in found].count("wandb") == 1

@@ -51,3 +51,20 @@ def wandb_records(path: Path) -> list[bytes]:
             if kind == LAST:
                 out.append(frags)
     return out
+
+
+#: the two ways a .wandb file is read: a test of the reader runs with each (``params`` of its autouse fixture)
+WANDB_READS = ["walk in C", "loop in Python"]
+
+
+def wandb_read_by(way: str, monkeypatch: pytest.MonkeyPatch, *, walk_every_record: bool = False) -> None:
+    """The W&B reader set to read ``way`` (one of :data:`WANDB_READS`); skips where the walk in C is not built.
+    ``walk_every_record``: the walk is tried at every record, none left to the loop in Python by chance."""
+    from steptable.ingest.readers import wandb as reader
+
+    if way == "loop in Python":
+        monkeypatch.setattr(reader, "Walker", None)
+    elif reader.Walker is None:
+        pytest.skip("the walk in C is not built here")
+    elif walk_every_record:
+        monkeypatch.setattr(reader, "WALK_REST", 0)

@@ -12,21 +12,16 @@ import pytest
 from steptable.ingest import recordsource
 from steptable.ingest.readers.wandb import WandbParser
 from tests.ingest import writers
-from tests.ingest.readers.helpers import on_trainer_steps, wandb_records
+from tests.ingest.readers.helpers import WANDB_READS, on_trainer_steps, wandb_read_by, wandb_records
 from tests.ingest.writers import WANDB_STEPS, copy_dir, only, read_once, rows_of, same, wandb_file
 
 pytest.importorskip("wandb")
 
 
-@pytest.fixture(autouse=True, params=["walk in C", "loop in Python"])
+@pytest.fixture(autouse=True, params=WANDB_READS)
 def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test with the walk in C (where it is built) and with the loop in Python alone."""
-    from steptable.ingest.readers import wandb as reader
-
-    if request.param == "loop in Python":
-        monkeypatch.setattr(reader, "Walker", None)
-    elif reader.Walker is None:
-        pytest.skip("the walk in C is not built here")
+    wandb_read_by(request.param, monkeypatch)
 
 
 def test_history_rows_steps_values_and_name(wandb_run: Path) -> None:

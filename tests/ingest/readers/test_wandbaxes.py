@@ -13,21 +13,16 @@ import pytest
 
 from steptable.ingest.readers.wandbaxes import Axes
 from tests.ingest import writers
+from tests.ingest.readers.helpers import WANDB_READS, wandb_read_by
 from tests.ingest.writers import only, read_once, rows_of, wandb_file
 
 pytest.importorskip("wandb")
 
 
-@pytest.fixture(autouse=True, params=["walk in C", "loop in Python"])
+@pytest.fixture(autouse=True, params=WANDB_READS)
 def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    from steptable.ingest.readers import wandb as reader
-
-    if request.param == "loop in Python":
-        monkeypatch.setattr(reader, "Walker", None)
-    elif reader.Walker is None:
-        pytest.skip("the walk in C is not built here")
-    else:
-        monkeypatch.setattr(reader, "WALK_REST", 0)
+    """Each test with the walk in C (where it is built) and with the loop in Python alone."""
+    wandb_read_by(request.param, monkeypatch, walk_every_record=True)
 
 
 def _run(tmp_path_factory: pytest.TempPathFactory, name: str, code: str) -> Path:
