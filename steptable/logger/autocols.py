@@ -28,8 +28,11 @@ from steptable.ingest.table import MAX_KEYS
 from steptable.logger.consolecols import ConsoleLayout
 from steptable.logger.sinks import report_once
 from steptable.logger.writer import error_text
-from steptable.schemafiles.resolve import detect, get_schema
+from steptable.schemafiles.resolve import detect, get_schema, user_schemas
+from steptable.schemas import registry
 from steptable.schemas.arrange import layout
+from steptable.schemas.base import Schema
+from steptable.schemas.userdoc import SchemaFileError
 from steptable.table.columns import Col
 from steptable.table.formatting import sanitize
 from steptable.table.rowvalues import flat
@@ -92,6 +95,28 @@ def room(line: int) -> int:
     return max(line - ICON_CELLS, 1)
 
 
+#: where user schemas are looked for, in the order a failed look-up falls back: beside the run and the user's own
+#: (``steptable.toml`` files in the run's directory and above it), the user's own alone, none (the built-ins)
+PLACES = ("run", "user", "none")
+_WITHOUT = {"run": "the steptable.toml files beside the run could not be looked for",
+            "user": "the user's schema files could not be read"}
+_NOW = {"user": "the user's own and the built-in schemas", "none": "the built-in schemas"}
+
+
+def find_schema(path: str | os.PathLike[str], keys: Sequence[str], schema: str | None = None,
+                place: str = "run") -> Schema:
+    """The schema a run at ``path`` with ``keys`` is laid out with: ``schema`` by name, else the one detected; the
+    user schemas of ``place`` (one of :data:`PLACES`) apply. Raises what the look-up raises (OSError: a relative
+    ``path`` where the working directory is gone; SchemaFileError: a file that cannot be used; KeyError: an unknown
+    ``schema``)."""
+    p = Path(path)
+    if place == "run":
+        return get_schema(schema, p.parent) if schema is not None else detect(p, keys)
+    if place == "user":
+        return get_schema(schema) if schema is not None else registry.detect(p, keys, user_schemas())
+    return registry.SCHEMAS[schema] if schema is not None else registry.detect(p, keys)
+
+
 def auto_columns(row: Mapping[str, Any], path: str | os.PathLike[str] = "metrics.jsonl", **options: Any
                  ) -> tuple[Col, ...]:
     """:func:`auto_layout`'s columns (``options``: its keyword arguments)."""
@@ -106,6 +131,7 @@ def auto_layout(
     schema: str | None = None,
     max_width: int | None = None,
     terminal: int | None = None,
+    chosen: Schema | None = None,
 ) -> tuple[tuple[Col, ...], list[Col]]:
     """The columns for a run whose first row is ``row`` (flat: ``{"train/loss": ...}``), and the columns of the
     keys of ``row`` that the layout would show but the width leaves out (for the line that names them, and
@@ -120,10 +146,11 @@ def auto_layout(
                ``max_width`` is then not used; the candidates are the first ``room // 2 + 1`` by rank (no more fit).
                A pipe's 200 cells are counted as ``tail`` prints them, so that the console and ``tail`` show an agent
                one column set
+    chosen     the schema to lay out with, looked up already (``path`` and ``schema`` are then not used for it)
     """
     view = _OneRow(row, [k for k in expect if k not in row])
-    p = Path(path)
-    chosen = get_schema(schema, p.parent) if schema is not None else detect(p, view.keys)
+    if chosen is None:
+        chosen = find_schema(path, view.keys, schema)
     if terminal is None:
         cols = layout([view], chosen, max_width=row_width() if max_width is None else max_width)
     else:
@@ -197,6 +224,8 @@ class AutoColumns:
         self.room: int | None = None
         #: columns of the keys the last layout would show but its width leaves out
         self.left_out: list[Col] = []
+        self._place = 0  # the first of PLACES whose user schemas have not failed to be looked up
+        self._topic = "autocols"  # the logger's report topic (given with each row)
 
     def expect_more(self, keys: Iterable[str]) -> None:
         """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
@@ -226,6 +255,7 @@ class AutoColumns:
         """The columns for a logged row (``cells`` as read, its ``step``): the first row's (a row that cannot be laid
         out, a value that cannot be walked, gets the step alone), or a later row's with new keys where they change
         the columns (None: they stay; a failure keeps them too). Failures are reported once a topic."""
+        self._topic = topic
         try:
             row = {**flat(dict(cells)), "step": step}
             return self.first(cells, row) if first else self.grow(cells, row)
@@ -236,7 +266,10 @@ class AutoColumns:
                 return None
             report_once(f"{topic}-autocols",
                         f"steptable: no automatic columns from the first row ({error_text(e)}); the step only")
-            return auto_columns({"step": step}, self.path)
+            try:
+                return auto_layout({"step": step}, chosen=self._schema(["step"], None))[0]
+            except Exception:  # (no schema at all could be looked up: the step alone, in its least width)
+                return (Col("step", STEP_WIDTH, "step", "d"),)
 
     def _take(self, flat_row: Mapping[str, Any]) -> bool:
         """``flat_row``'s values as the latest, but for keys new past the room a run's store has: those it drops
@@ -256,11 +289,33 @@ class AutoColumns:
         # (a width given is counted as tail prints; a terminal's by what the console prints in it)
         terminal = terminal_width() if self.max_width is None else None
         width = self.max_width or terminal or PIPE_WIDTH
-        cols, self.left_out = auto_layout(self._values, self.path, expect=self.expect, schema=self.schema,
-                                          max_width=width, terminal=terminal)
+        keys = [*(k for k in self.expect if k not in self._values), *self._values]
+        chosen = self._schema(keys, self.schema)
+
+        def lay(values: Mapping[str, Any]) -> tuple[tuple[Col, ...], list[Col]]:
+            return auto_layout(values, expect=self.expect, max_width=width, terminal=terminal, chosen=chosen)
+
+        cols, self.left_out = lay(self._values)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols
+
+    def _schema(self, keys: Sequence[str], name: str | None) -> Schema:
+        """The schema for ``keys`` (``name``: by name), looked up where the user schemas have not failed to be: a
+        look-up that fails to read them (the working directory deleted under a console-only logger, whose rows go
+        nowhere it could name; a ``steptable.toml`` that cannot be used) is said once, and the next place is used
+        from then on, down to the built-ins. An unknown ``name`` raises KeyError."""
+        while True:
+            place = PLACES[self._place]
+            try:
+                return find_schema(self.path, keys, name, place)
+            except (OSError, SchemaFileError) as e:
+                if self._place == len(PLACES) - 1:
+                    raise
+                self._place += 1
+                report_once(f"{self._topic}-schemas-{place}",
+                            f"steptable: {_WITHOUT[place]} ({error_text(e)}); the console's columns are laid out "
+                            f"with {_NOW[PLACES[self._place]]}")
 
     @property
     def dropped(self) -> list[str]:

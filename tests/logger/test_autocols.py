@@ -286,3 +286,35 @@ def test_a_row_of_more_keys_than_a_run_holds_prints_only_keys_the_readers_keep(
     shown = [c.key for c in lg.cols if c.key != "step"]
     assert shown and set(shown) <= set(store.keys), shown[:5]
     assert all(store.row(1).get(k) is not None for k in shown)
+
+
+def test_a_console_only_logger_in_a_deleted_working_directory_prints_its_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The look-up of a steptable.toml beside a console-only run is relative to the working directory: deleted under
+    the job, it raised FileNotFoundError at every row, and every row was lost to the console. The look-up's failure
+    is said once; the rows print with the user's own and the built-in schemas."""
+    gone = tmp_path / "scratch"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with StepLogger(alerts=False) as lg:
+        lines = [lg.log({"step": step, "loss": 1 / (step + 1), "reward": 0.5}) for step in range(3)]
+    assert [line.split() if line else line for line in lines] == [["0", "1", ".5"], ["1", ".5", ".5"],
+                                                                   ["2", ".33", ".5"]]
+    assert lg.header().split() == ["step", "loss", "rew"]
+    err = capsys.readouterr().err
+    assert "StepLogger.log failed" not in err and "no automatic columns" not in err
+    assert err.count("steptable.toml files beside the run could not be looked for (FileNotFoundError") == 1
+
+
+def test_a_steptable_toml_that_cannot_be_used_leaves_the_built_in_columns(
+        tmp_path: Path, xdg: Path, captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A broken schema file beside the run is said, with what is wrong; the row is laid out without it (it was laid
+    out as the step alone)."""
+    (tmp_path / "steptable.toml").write_text("[schema\nname = ")
+    with StepLogger(run_dir=tmp_path / "run", alerts=False) as lg:
+        lg.log({"step": 0, "loss": 0.5, "reward": 0.25})
+    assert lg.header().split() == ["step", "loss", "rew"]
+    err = capsys.readouterr().err
+    assert err.count("beside the run could not be looked for") == 1 and "steptable.toml:" in err
