@@ -19,7 +19,7 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +190,22 @@ def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> li
     return out
 
 
+#: value types a layout reads without calling anything of the value's own
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
+def _plain(v: Any) -> bool:
+    return type(v) in _PLAIN or (type(v) is tuple and _PLAIN.issuperset(map(type, v)))
+
+
+def _fails(lay: Callable[[Mapping[str, Any]], object], values: Mapping[str, Any]) -> bool:
+    try:
+        lay(values)
+    except Exception:
+        return True
+    return False
+
+
 #: rows with new keys an AutoColumns lays out again, at most
 MAX_GROWS = 32
 #: keys the writer may add to a row beside those logged, each a key of the run for its readers (the clock, the arm,
@@ -226,6 +242,7 @@ class AutoColumns:
         self.left_out: list[Col] = []
         self._place = 0  # the first of PLACES whose user schemas have not failed to be looked up
         self._topic = "autocols"  # the logger's report topic (given with each row)
+        self._said: set[str] = set()  # keys said to be left out for a value that cannot be laid out
 
     def expect_more(self, keys: Iterable[str]) -> None:
         """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
@@ -295,7 +312,17 @@ class AutoColumns:
         def lay(values: Mapping[str, Any]) -> tuple[tuple[Col, ...], list[Col]]:
             return auto_layout(values, expect=self.expect, max_width=width, terminal=terminal, chosen=chosen)
 
-        cols, self.left_out = lay(self._values)
+        try:
+            cols, self.left_out = lay(self._values)
+        except Exception as e:
+            # a value that cannot be laid out (its repr() raises): that key is left out, not every other column
+            bad = [k for k, v in self._values.items() if not _plain(v) and _fails(lay, {k: v})]
+            if not bad:
+                raise
+            for k in bad:
+                del self._values[k]
+            self._say_left_out(bad, e)
+            cols, self.left_out = lay(self._values)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)
         return cols
@@ -316,6 +343,17 @@ class AutoColumns:
                 report_once(f"{self._topic}-schemas-{place}",
                             f"steptable: {_WITHOUT[place]} ({error_text(e)}); the console's columns are laid out "
                             f"with {_NOW[PLACES[self._place]]}")
+
+    def _say_left_out(self, keys: Sequence[str], e: Exception) -> None:
+        """Say once per key that ``keys`` are left out of the columns (``e``: what laying them out raised)."""
+        new = [k for k in keys if k not in self._said]
+        if not new:
+            return
+        self._said.update(new)
+        names = ", ".join(f"{sanitize(k):.40}" for k in new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+        report_once(f"{self._topic}-left-out-{len(self._said)}",
+                    f"steptable: {names}: left out of the printed columns, the value cannot be laid out "
+                    f"({error_text(e)})")
 
     @property
     def dropped(self) -> list[str]:

@@ -288,6 +288,32 @@ def test_a_row_of_more_keys_than_a_run_holds_prints_only_keys_the_readers_keep(
     assert all(store.row(1).get(k) is not None for k in shown)
 
 
+class _Unprintable:
+    """A logged object whose text cannot be made (a library's handle whose __repr__ raises)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+
+def test_a_value_that_cannot_be_laid_out_leaves_out_its_key_alone(
+        captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Its repr() raised in the layout: the first row was laid out as the step alone, every other metric lost from
+    the console; a key first logged later with such a value took the good new keys with it."""
+    with StepLogger(alerts=False) as lg:
+        for step in range(3):
+            lg.log({"step": step, "loss": 1 / (step + 1), "handle": _Unprintable(), "acc": 0.5,
+                    **({"late": _Unprintable(), "kl": 0.25} if step else {})})
+    assert lg.header().split() == ["step", "loss", "acc", "kl"]
+    rows = [line.split() for line in captured if line.startswith("I ") and line.split()[1].isdigit()]
+    assert rows[0] == ["I", "0", "1", ".5"]
+    assert rows[-1][:2] == ["I", "2"] and rows[-1][3:] == [".5", ".25"]  # (the loss's digits are the layout's)
+    err = capsys.readouterr().err
+    assert err.count("handle: left out of the printed columns") == 1 and err.count("late: left out") == 1
+    assert "no automatic columns" not in err and "could not be laid out" not in err
+
+
 def test_a_console_only_logger_in_a_deleted_working_directory_prints_its_rows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str],
         capsys: pytest.CaptureFixture[str]) -> None:
