@@ -191,11 +191,15 @@ def _as_logged(cols: Sequence[Col], present: set[str], declared: set[str]) -> li
 
 
 #: value types a layout reads without calling anything of the value's own
-_PLAIN = frozenset({int, float, str, bool, type(None)})
+_PLAIN = frozenset({float, str, bool, type(None)})
 
 
 def _plain(v: Any) -> bool:
-    return type(v) in _PLAIN or (type(v) is tuple and _PLAIN.issuperset(map(type, v)))
+    """Whether laying ``v`` out cannot raise: no code of its own runs (an int as long as its text can be made: str()
+    refuses one of thousands of digits, sys.get_int_max_str_digits(), 640 at the least)."""
+    if type(v) is tuple:
+        return all(type(x) in _PLAIN or (type(x) is int and x.bit_length() < 2000) for x in v)
+    return type(v) in _PLAIN or (type(v) is int and v.bit_length() < 2000)
 
 
 def _fails(lay: Callable[[Mapping[str, Any]], object], values: Mapping[str, Any]) -> bool:

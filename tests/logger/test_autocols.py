@@ -15,6 +15,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,14 +298,16 @@ class _Unprintable:
     __str__ = __repr__
 
 
+@pytest.mark.parametrize("make", [_Unprintable, lambda: 10**5000], ids=["repr-raises", "int-past-str-digits"])
 def test_a_value_that_cannot_be_laid_out_leaves_out_its_key_alone(
-        captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    """Its repr() raised in the layout: the first row was laid out as the step alone, every other metric lost from
-    the console; a key first logged later with such a value took the good new keys with it."""
+        make: Any, captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Its repr() raised in the layout (an int of 5000 digits too: str() refuses it): the first row was laid out as
+    the step alone, every other metric lost from the console; a key first logged later with such a value took the
+    good new keys with it."""
     with StepLogger(alerts=False) as lg:
         for step in range(3):
-            lg.log({"step": step, "loss": 1 / (step + 1), "handle": _Unprintable(), "acc": 0.5,
-                    **({"late": _Unprintable(), "kl": 0.25} if step else {})})
+            lg.log({"step": step, "loss": 1 / (step + 1), "handle": make(), "acc": 0.5,
+                    **({"late": make(), "kl": 0.25} if step else {})})
     assert lg.header().split() == ["step", "loss", "acc", "kl"]
     rows = [line.split() for line in captured if line.startswith("I ") and line.split()[1].isdigit()]
     assert rows[0] == ["I", "0", "1", ".5"]
