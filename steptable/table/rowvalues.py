@@ -18,9 +18,14 @@ _TEXT = frozenset({str})
 
 
 def frozen(value: Any) -> Any:
-    """The value as it is now: a tensor or array that the loop updates in place is read at log time."""
+    """The value as it is now: a tensor or array that the loop updates in place is read at log time, and so is each
+    one in a short list or tuple (a list as a tuple)."""
     try:
-        if isinstance(value, list):
+        if isinstance(value, (list, tuple)):
+            # a short run of 0-d tensors or numpy scalars ([loss_a, loss_b]) as its numbers, as the JSONL writes it
+            if len(value) <= MAX_ARRAY and not _PLAIN.issuperset(map(type, value)):
+                return tuple(x if type(x) in _PLAIN or isinstance(x, (list, tuple, Mapping)) else frozen(x)
+                             for x in value)
             return tuple(value)
         item = getattr(value, "item", None)
         ndim = getattr(value, "ndim", None)

@@ -644,6 +644,17 @@ def test_a_one_element_array_is_its_number_in_the_row_and_the_jsonl(
     assert row["loss"] == 0.75 and row["extra"] == 2.5
 
 
+def test_a_list_of_tensors_prints_the_numbers_the_jsonl_has(tmp_path: Path) -> None:
+    """[torch.tensor(.5), torch.tensor(.25)] printed as ``[tensor(0.5000), tensor…`` where its JSONL line holds
+    [0.5, 0.25], which every reader shows as ``.5/.25``."""
+    torch = pytest.importorskip("torch")
+    cols = [Col("step", 4, "step", "d", "step"), Col("losses", 8, "losses", None, "losses")]
+    with StepLogger(cols, run_dir=tmp_path, console=False, alerts=False) as sl:
+        line = sl.log({"step": 0, "losses": [torch.tensor(0.5), torch.tensor(0.25)]})
+    assert line is not None and line.split() == ["0", ".5/.25"]
+    assert jsonl_rows(tmp_path)[0]["losses"] == [0.5, 0.25]
+
+
 def test_steplogger_from_several_threads_writes_each_row_once(tmp_path: Path) -> None:
     # RunWriter.flush read _pending[0], wrote it and popped: two threads wrote the same row twice and popped
     # another row (or an empty deque) away.

@@ -230,3 +230,21 @@ def test_a_nested_mapping_too_big_or_holding_itself_is_left_as_it_is() -> None:
     cells = freeze({"cyc": cyc, "big": big, "deep": deep, "fits": fits})
     assert cells["cyc"] is cyc and cells["big"] is big and cells["deep"] is deep
     assert cells["fits"] == {"a": {"b": (1, 2)}} and cells["fits"] is not fits
+
+
+def test_a_short_list_of_tensors_or_numpy_scalars_is_read_as_its_numbers(torch: Any) -> None:
+    """``[loss_a, loss_b]`` of 0-d tensors was kept as the tensors: the console printed ``[tensor(0.5000), tensor…``
+    where the JSONL has [0.5, 0.25] (``.5/.25`` in every reader), and a tensor updated in place later changed the
+    row. Each is read now; a nested list, and a list too long to show as numbers, are left as they were."""
+    import numpy as np
+
+    from steptable.table.jsonvalues import MAX_ARRAY
+    from steptable.table.rowvalues import freeze, frozen
+
+    a, b = torch.tensor(0.5, requires_grad=True), torch.tensor(0.25)
+    cells = freeze({"losses": [a, b], "pair": (np.int64(3), np.float32(0.5)), "nested": [[1, 2], (a,)]})
+    b.fill_(9.0)
+    assert same(cells["losses"], (0.5, 0.25)) and same(cells["pair"], (3, 0.5))
+    assert cells["nested"] == ([1, 2], (a,))  # (a list in the list is left for the writer, as before)
+    long = [torch.tensor(1.0)] * (MAX_ARRAY + 1)
+    assert frozen(long) == tuple(long) and frozen([1, "x", None]) == (1, "x", None)
