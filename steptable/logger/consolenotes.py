@@ -15,8 +15,9 @@ from steptable.table.formatting import display_width, sanitize
 class ConsoleNotes:
     """The lines due before each printed row, and the count of lines since the last header."""
 
-    def __init__(self, header_every: int) -> None:
+    def __init__(self, header_every: int, table: str | None = "table.txt") -> None:
         self.header_every = header_every
+        self.table = table  # the file that holds every column (None: the run has none)
         self.since_header = 0  # lines (rows, alerts) printed since the last header
         self._explained: set[tuple[str, str]] = set()  # (key, header) of the legend lines printed
         self._printed: dict[str, None] = {}  # keys of the columns printed so far, in order
@@ -47,7 +48,7 @@ class ConsoleNotes:
             gone = [k for k in dict.fromkeys([*self._printed, *unshown]) if k not in shown and k not in self._told_gone]
             if gone:
                 self._told_gone.update(gone)
-                out.append(left_out(gone, room))
+                out.append(left_out(gone, room, self.table))
             self._printed.update((c.key, None) for c in layout.cols if c.key not in self._printed)  # (their order)
             layout.settle()  # columns waiting to print narrower do so under this header
             self.since_header = 0
@@ -56,13 +57,15 @@ class ConsoleNotes:
         return out
 
 
-def left_out(keys: Sequence[str], room: int | None) -> str:
-    """The line that names columns no longer printed (``table.txt`` has them), within ``room`` cells where the
-    names fit at all: the others counted (``left out: m7, m8 +3 (all in table.txt)``)."""
+def left_out(keys: Sequence[str], room: int | None, table: str | None = "table.txt") -> str:
+    """The line that names columns no longer printed (``table`` has them; None: no file does, the logger has no
+    run directory), within ``room`` cells where the names fit at all: the others counted (``left out: m7, m8 +3 (all
+    in table.txt)``)."""
     names = [sanitize(k) for k in keys]
+    where = f"(all in {table})" if table is not None else "(no run_dir)"
     for n in range(len(names), 0, -1):
         more = f" +{len(names) - n}" if n < len(names) else ""
-        text = f"left out: {', '.join(names[:n])}{more} (all in table.txt)"
+        text = f"left out: {', '.join(names[:n])}{more} {where}"
         if room is None or display_width(text) <= room:
             return text
-    return f"left out: {len(names)} column(s) (all in table.txt)"
+    return f"left out: {len(names)} column(s) {where}"

@@ -111,7 +111,7 @@ class StepLogger:
         self._second: int | None = None  # our pid, where another live process held the lock: it marks our rows
         self._recent: deque[dict[str, Any]] = deque(maxlen=max(self.dump_rows, 1))
         self._rows = 0
-        self._notes = ConsoleNotes(self.header_every)  # the legend, the header and the columns left out
+        self._notes = ConsoleNotes(self.header_every, None if run_dir is None else TABLE_NAME)  # legend, header
         self._lost = 0  # rows log() failed on (each failure kind is reported once; close() says how many)
         self._closed = False
         # log() may be called from several threads (an eval thread beside the loop): rows, header cadence and the

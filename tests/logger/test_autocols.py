@@ -215,7 +215,7 @@ def test_in_a_terminal_the_columns_fill_its_width_as_the_console_prints_them(
     # the logged keys it had no room for are named once, before the first header (they were never said)
     said = [line for line in captured if line.startswith("I left out: ")]
     first_left = next(c.key for c in everything if c.key not in shown)
-    assert len(said) == 1 and said[0].startswith(f"I left out: {first_left}, ") and "(all in table.txt)" in said[0]
+    assert len(said) == 1 and said[0].startswith(f"I left out: {first_left}, ") and "(no run_dir)" in said[0]
     assert captured.index(said[0]) < next(i for i, line in enumerate(captured) if line.startswith("I step "))
 
 

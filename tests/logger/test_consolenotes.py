@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 
 from steptable import StepLogger
 from steptable.logger.autocols import AutoColumns
@@ -36,6 +37,18 @@ def test_the_line_fits_its_room_counting_what_does_not() -> None:
     short = left_out(keys, 60)
     assert len(short) <= 60 and short.startswith("left out: metric_00") and re.search(r" \+\d+ \(all in", short)
     assert left_out(keys, 10) == "left out: 8 column(s) (all in table.txt)"  # (no name fits: the count)
+
+
+def test_a_logger_without_a_run_dir_names_no_table_file(tmp_path: Path, captured: list[str]) -> None:
+    """A console-only logger said the columns it left out were "(all in table.txt)": it writes no table.txt. With a
+    run directory the line names the file it writes there."""
+    row = {f"metric_{i:02d}": 0.25 + i / 100 for i in range(12)}
+    for run_dir in (None, tmp_path):
+        with StepLogger(AutoColumns(max_width=40), run_dir=run_dir, alerts=False) as lg:
+            lg.log({"step": 0, **row})
+    told = [line for line in captured if line.startswith("I left out: ")]
+    assert len(told) == 2 and told[0].rstrip().endswith("(no run_dir)"), told
+    assert told[1].rstrip().endswith("(all in table.txt)") and (tmp_path / "table.txt").exists()
 
 
 _LEFT_OUT_RUN = """
