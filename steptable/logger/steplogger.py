@@ -36,7 +36,7 @@ from steptable.logger.rank import LazyRank
 from steptable.logger.rowrecord import read_row, record_of
 from steptable.logger.setup import emit, warn
 from steptable.logger.sinks import report_once
-from steptable.logger.writer import RunWriter, error_text
+from steptable.logger.writer import RunWriter, absolute, error_text
 from steptable.logger.writerlock import WriterLock
 from steptable.schemas.arrange import EMPTY_KEY, EMPTY_KEY_NOTE
 from steptable.table import render, runinfo
@@ -103,8 +103,7 @@ class StepLogger:
         # init_process_group): every process would take itself for rank 0. Asked again at each row until known.
         self._rank = LazyRank(rank)
         self.console = console
-        # absolute: a later os.chdir in the training script must not move the files
-        self.run_dir = Path(run_dir).absolute() if run_dir is not None else None
+        self.run_dir = absolute(run_dir) if run_dir is not None else None  # (a later os.chdir moves no file)
         self.jsonl_path = self.run_dir / JSONL_NAME if self.run_dir is not None else None
         self._writer = RunWriter(self.jsonl_path, self._warn) if self.jsonl_path is not None else None
         self._writer_lock = WriterLock(self.jsonl_path, arm) if self.jsonl_path is not None else None

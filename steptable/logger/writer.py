@@ -47,11 +47,21 @@ MAX_PENDING_BYTES = 256 << 20
 CHECK_S = 0.25
 
 
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute (a later os.chdir in the training script must not move the file); a relative one as
+    given where the working directory is gone (deleted under the job): nothing can be opened there, and the writer
+    says so at the first row rather than the logger's constructor raising into the training script."""
+    try:
+        return Path(path).absolute()
+    except OSError:
+        return Path(path)
+
+
 class RunWriter:
     """Appends rows to one JSONL file; reports I/O failures through ``warn`` once per failure episode."""
 
     def __init__(self, path: str | os.PathLike[str], warn: Callable[[str], None]) -> None:
-        self.path = Path(path).absolute()  # a later os.chdir in the training script must not move the file
+        self.path = absolute(path)
         self._path = str(self.path)  # (os.stat of a str: a Path costs its conversion on every row)
         self._shown = sanitize(str(self.path))  # the path in messages: a run_dir's text can hold escape sequences
         self._warn = warn

@@ -165,13 +165,17 @@ def log_three_rows(run: object) -> None:
 def test_a_relative_run_dir_in_a_deleted_working_directory_is_said_once_and_training_goes_on(
         cwd_gone: None, capfd: pytest.CaptureFixture[str]) -> None:
     """No file can be made at a relative path once the working directory is gone: the RunLog raised
-    FileNotFoundError (making its path absolute) into the framework's hook that made it."""
+    FileNotFoundError (making its path absolute) into the framework's hook that made it. Its StepLogger is made
+    (the rows print where a console is asked for), and the file that cannot be written is said once."""
     from steptable.integrations.rows import RunLog
 
     for console in (False, True):
         log_three_rows(RunLog("logs", console=console, rank=0))
-        err = capfd.readouterr().err
-        assert err.count("the run's logger could not be made") == 1, err
+        captured = capfd.readouterr()
+        said = captured.out + captured.err  # (with a console, the writer's warning is one of its lines)
+        assert said.count("cannot write logs/metrics.jsonl") == 1, said
+        assert "could not be made" not in captured.err and "Traceback" not in captured.err
+        assert (re.search(r"(?m)^I +2 ", captured.out) is not None) == console, captured.out
 
 
 def test_a_relative_log_dir_in_a_deleted_working_directory_leaves_the_rows_going_to_the_run_dir(

@@ -484,6 +484,23 @@ def test_a_relative_run_dir_survives_a_chdir(tmp_path: Path, monkeypatch: pytest
     assert not (tmp_path / "elsewhere" / "logs").exists()
 
 
+def test_a_relative_run_dir_in_a_deleted_working_directory_leaves_the_rows_printing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The working directory deleted under the job (a scratch directory cleaned up), a StepLogger made then (an
+    evaluation's, made mid-run) with a relative run_dir raised FileNotFoundError from its constructor into the
+    training script. The rows print; the files that cannot be written are said once each."""
+    gone = tmp_path / "scratch"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with StepLogger(LOSS_COLS, run_dir="logs/eval", alerts=False) as sl:
+        lines = [sl.log({"step": s, "loss": 0.5}) for s in range(3)]
+    assert [line.split() if line else line for line in lines] == [[str(s), ".5"] for s in range(3)]
+    said = capsys.readouterr().err + "".join(captured)
+    assert said.count("cannot write logs/eval/metrics.jsonl") == 1 and "StepLogger.log failed" not in said
+
+
 def test_an_int_subclass_prints_its_number_not_its_text() -> None:
     class Sneaky(int):
         def __str__(self) -> str:
