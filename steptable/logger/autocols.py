@@ -325,7 +325,8 @@ class AutoColumns:
                 raise
             for k in bad:
                 del self._values[k]
-            self._say_left_out(bad, e)
+            # (the step is not left out: every layout has its column, measured without this value)
+            self._say_left_out([k for k in bad if k != "step"], e)
             cols, self.left_out = lay(self._values)
         self.room = room(width)
         self._keys = tuple(c.key for c in cols)

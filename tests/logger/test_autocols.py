@@ -347,3 +347,13 @@ def test_a_steptable_toml_that_cannot_be_used_leaves_the_built_in_columns(
     assert lg.header().split() == ["step", "loss", "rew"]
     err = capsys.readouterr().err
     assert err.count("beside the run could not be looked for") == 1 and "steptable.toml:" in err
+
+
+def test_a_step_that_cannot_be_laid_out_keeps_its_column_unsaid(
+        captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A step of 5000 digits: the layout leaves its value out, but every layout has the step's column, so the line
+    that said "step: left out of the printed columns" above a row that printed it was untrue."""
+    with StepLogger(alerts=False) as lg:
+        lg.log({"step": 10**5000, "loss": 0.5})
+    assert lg.header().split() == ["step", "loss"]
+    assert "left out" not in capsys.readouterr().err
