@@ -210,6 +210,8 @@ def _fails(lay: Callable[[Mapping[str, Any]], object], values: Mapping[str, Any]
     return False
 
 
+#: lines an AutoColumns says keys left out for values that cannot be laid out in, at most
+MAX_SAID = 3
 #: rows with new keys an AutoColumns lays out again, at most
 MAX_GROWS = 32
 #: keys the writer may add to a row beside those logged, each a key of the run for its readers (the clock, the arm,
@@ -247,6 +249,7 @@ class AutoColumns:
         self._place = 0  # the first of PLACES whose user schemas have not failed to be looked up
         self._topic = "autocols"  # the logger's report topic (given with each row)
         self._said: set[str] = set()  # keys said to be left out for a value that cannot be laid out
+        self._lines = 0  # lines that said so
 
     def expect_more(self, keys: Iterable[str]) -> None:
         """Expect ``keys`` too (before the first row: a resumed run's columns of its earlier process)."""
@@ -350,15 +353,18 @@ class AutoColumns:
                             f"with {_NOW[PLACES[self._place]]}")
 
     def _say_left_out(self, keys: Sequence[str], e: Exception) -> None:
-        """Say once per key that ``keys`` are left out of the columns (``e``: what laying them out raised)."""
+        """Say that ``keys`` are left out of the columns (``e``: what laying them out raised), each key once, in
+        :data:`MAX_SAID` lines at most (keys new on every row, each with such a value, would say one a row)."""
         new = [k for k in keys if k not in self._said]
-        if not new:
+        if not new or self._lines >= MAX_SAID:
             return
         self._said.update(new)
+        self._lines += 1
         names = ", ".join(f"{sanitize(k):.40}" for k in new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
-        report_once(f"{self._topic}-left-out-{len(self._said)}",
+        last = "; later keys whose values cannot be laid out are left out unsaid" if self._lines == MAX_SAID else ""
+        report_once(f"{self._topic}-left-out-{self._lines}",
                     f"steptable: {names}: left out of the printed columns, the value cannot be laid out "
-                    f"({error_text(e)})")
+                    f"({error_text(e)}){last}")
 
     @property
     def dropped(self) -> list[str]:

@@ -357,3 +357,16 @@ def test_a_step_that_cannot_be_laid_out_keeps_its_column_unsaid(
         lg.log({"step": 10**5000, "loss": 0.5})
     assert lg.header().split() == ["step", "loss"]
     assert "left out" not in capsys.readouterr().err
+
+
+def test_keys_new_on_every_row_that_cannot_be_laid_out_are_said_in_a_few_lines(
+        captured: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A handle logged under a new key each row ("sample_0", "sample_1", ...) was said in a line per row."""
+    from steptable.logger.autocols import MAX_SAID
+
+    with StepLogger(alerts=False) as lg:
+        for step in range(MAX_SAID + 5):
+            lg.log({"step": step, "loss": 0.5, f"sample_{step}": _Unprintable()})
+    said = [line for line in capsys.readouterr().err.splitlines() if "left out of the printed columns" in line]
+    assert len(said) == MAX_SAID and said[0].startswith("steptable: sample_0: ") and "unsaid" in said[-1]
+    assert lg.header().split() == ["step", "loss"]
