@@ -98,7 +98,7 @@ def room(line: int) -> int:
 #: where user schemas are looked for, in the order a failed look-up falls back: beside the run and the user's own
 #: (``steptable.toml`` files in the run's directory and above it), the user's own alone, none (the built-ins)
 PLACES = ("run", "user", "none")
-_WITHOUT = {"run": "the steptable.toml files beside the run could not be looked for",
+_WITHOUT = {"run": "the steptable.toml files beside the run could not be read",
             "user": "the user's schema files could not be read"}
 _NOW = {"user": "the user's own and the built-in schemas", "none": "the built-in schemas"}
 

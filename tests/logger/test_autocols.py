@@ -334,7 +334,7 @@ def test_a_console_only_logger_in_a_deleted_working_directory_prints_its_rows(
     assert lg.header().split() == ["step", "loss", "rew"]
     err = capsys.readouterr().err
     assert "StepLogger.log failed" not in err and "no automatic columns" not in err
-    assert err.count("steptable.toml files beside the run could not be looked for (FileNotFoundError") == 1
+    assert err.count("steptable.toml files beside the run could not be read (FileNotFoundError") == 1
 
 
 def test_a_steptable_toml_that_cannot_be_used_leaves_the_built_in_columns(
@@ -346,7 +346,7 @@ def test_a_steptable_toml_that_cannot_be_used_leaves_the_built_in_columns(
         lg.log({"step": 0, "loss": 0.5, "reward": 0.25})
     assert lg.header().split() == ["step", "loss", "rew"]
     err = capsys.readouterr().err
-    assert err.count("beside the run could not be looked for") == 1 and "steptable.toml:" in err
+    assert err.count("beside the run could not be read") == 1 and "steptable.toml:" in err
 
 
 def test_a_step_that_cannot_be_laid_out_keeps_its_column_unsaid(
