@@ -19,6 +19,7 @@ MAX_ARRAY = 1024
 #: large when written out
 MAX_NODES = 20_000
 
+_INF = float("inf")
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 200, 200
 
@@ -51,10 +52,11 @@ def text_keys(row: Mapping[Any, Any]) -> dict[str, Any]:
 
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy of a raw value: NaN -> None (an infinity stays a float: a diverged loss is not a missing
-    value, and the row's writer spells it ``1e999``), tuples -> lists, scalars of numpy/torch (and their one-element
-    arrays) -> float, anything else -> its text. Never raises, and takes time linear in what it writes (a
-    container that holds itself is written as "<cycle>", one nested past MAX_DEPTH as its short text, and past
-    MAX_NODES containers the rest as "<omitted>"): one odd value must not cost the row its other metrics."""
+    value, and the row's writer spells it ``1e999``; so does an int past the double range), tuples -> lists,
+    scalars of numpy/torch (and their one-element arrays) -> float, anything else -> its text. Never raises, and
+    takes time linear in what it writes (a container that holds itself is written as "<cycle>", one nested past
+    MAX_DEPTH as its short text, and past MAX_NODES containers the rest as "<omitted>"): one odd value must not cost
+    the row its other metrics."""
     return _Converter().convert(value, 0)
 
 
@@ -84,8 +86,8 @@ class _Converter:
             return value
         try:  # json.dumps cannot write an int past str()'s digit limit; a 300-digit count is a bug anyway
             return float(value)
-        except OverflowError:
-            return None
+        except OverflowError:  # past the double range: an infinity of its sign, as a float that overflowed
+            return _INF if value > 0 else -_INF
 
     def _other(self, value: Any, depth: int) -> Any:
         if isinstance(value, bool):

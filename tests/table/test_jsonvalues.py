@@ -94,6 +94,15 @@ def test_float_subclasses_keep_their_value_nan_is_null_and_an_infinity_stays() -
     assert got == {"a": 0.5, "b": [None, 0.25], "c": [0.5, -math.inf]} and type(got["c"][1]) is float
 
 
+def test_an_int_past_the_double_range_is_an_infinity_of_its_sign() -> None:
+    """10**400 was written as null, which every reader takes for a value not measured (or a NaN): the value was lost
+    unsaid, where a float past the range (an overflowed loss) is written as an infinity. An int written as a float
+    (past 2**1000) within the range keeps its value."""
+    assert jsonable({"a": 10**400, "b": [-(10**5000)], "c": 2**1001}) == {"a": math.inf, "b": [-math.inf],
+                                                                          "c": float(2**1001)}
+    assert json.loads(encode_row({"n": 10**400, "m": -(10**400)})) == {"n": math.inf, "m": -math.inf}
+
+
 def test_int_subclasses_are_their_number() -> None:
     class Phase(enum.IntEnum):
         WARMUP = 1
