@@ -129,7 +129,8 @@ class Viewers:
     def generations(self) -> None:
         """Completions of the shown arms that have generations side files, at the step on screen; those of a run
         hidden as a copy of a shown one (the same training through another logger: its TensorBoard text beside
-        its W&B run) are that run's."""
+        its W&B run) are that run's, and those of the seeds of a group shown as its table of means are each seed's
+        (the table of means has no samples of its own)."""
         from steptable.app.screens.generations import GenerationsScreen
         from steptable.app.sidefiles import GenSource, side_paths, table_steps
         from steptable.ingest.readers.trackiotraces import has_traces
@@ -137,10 +138,18 @@ class Viewers:
         session = self.app.session
         labels = session.labels()
         sources = []
-        copy_of = self.app.seedgroups.copies.of
+        groups = self.app.seedgroups
+        copy_of = groups.copies.of
+        folded = groups.folded_seeds()
+
+        def hidden(rid: str) -> bool:
+            if rid in folded:  # (hidden as a seed of its group's table: shown while that table is)
+                return groups.group_of(rid) in session.hidden
+            return rid in session.hidden
+
         for rid, run in session.runs.items():
             kept = copy_of.get(rid)
-            if (rid in session.hidden and kept is None) or (kept is not None and kept in session.hidden):
+            if (kept is None and hidden(rid)) or (kept is not None and hidden(kept)):
                 continue
             files = side_paths(run.store.side_files or {})
             meta = getattr(run.store, "meta", {})

@@ -1,4 +1,5 @@
-"""steptable.app.viewers: the generations key over a store emptied meanwhile."""
+"""steptable.app.viewers: the generations key over a store emptied meanwhile, and over a seed group shown as its
+table of means."""
 
 from __future__ import annotations
 
@@ -30,3 +31,28 @@ async def test_generations_key_with_an_emptied_store(tmp_path: Path) -> None:
         await pilot.press("v")
         await pilot.pause()
         assert app.is_running and app._exception is None
+
+
+async def test_generations_of_a_seed_group_shown_as_its_table_of_means_are_its_seeds(tmp_path: Path) -> None:
+    from steptable.app.screens.generations import GenerationsScreen
+    from steptable.app.seedgroups import GROUP_PREFIX
+
+    root = make_runs(tmp_path, steps=40, arms=("routeA_seed1", "routeA_seed2", "vanilla"))
+    for arm in ("routeA_seed1", "routeA_seed2"):
+        write_generations(root / arm)
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await sync(pilot, follower)
+        gid = GROUP_PREFIX + "routeA"
+        assert {rid for rid, p in app.panels.items() if p.display} == {gid, "vanilla/metrics.jsonl"}
+        await pilot.press("v")
+        await pilot.pause()
+        assert isinstance(app.screen, GenerationsScreen)
+        assert [s.label for s in app.screen.sources] == ["routeA_seed1", "routeA_seed2"]
+        await pilot.press("escape")
+        await pilot.pause()
+        app.session.hidden.add(gid)  # the group's table hidden (a number key): its seeds' samples are not offered
+        app.arrangement.set_hidden(app.session.hidden)
+        await pilot.press("v")
+        await pilot.pause()
+        assert not isinstance(app.screen, GenerationsScreen)
