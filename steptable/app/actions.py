@@ -22,6 +22,7 @@ from steptable.app.sweep import Sweep
 from steptable.app.tables import Tables
 from steptable.app.viewers import Viewers
 from steptable.app.widgets.arm import ArmPanel
+from steptable.app.widgets.grid import StepGrid
 
 
 class Actions(App[int]):
@@ -103,16 +104,32 @@ class Actions(App[int]):
             self.notify(why)
 
     def action_seed_group(self) -> None:
-        """The seed group's table in front opens into its seeds' tables; a seed's table folds them back."""
+        """The seed group's table in front opens into its seeds' tables; a seed's table folds them back. The tables
+        shown in its place are at the step it was at (or follow their newest rows, as it did)."""
         grid = self.tables.focused_grid()
         rid = next((r for r, p in self.panels.items() if p.grid is grid), None)
+        step = self.seek.here(grid) if grid is not None and not grid.follow else None
         target = self.seedgroups.toggle(rid) if rid is not None else None
         if target is None:
             self.notify("not a seed group: runs that differ only by a seed part (routeA_seed1, routeA_seed2) form one")
             return
         self.arrangement.set_hidden(self.session.hidden)
-        if (panel := self.panels.get(target)) is not None:
-            self.call_after_refresh(panel.grid.focus)
+        gid = self.seedgroups.group_of(target)
+        now_shown = [target] if target == gid else self.seedgroups.members.get(gid or "", [target])
+        grids = [p.grid for r in now_shown if (p := self.panels.get(r)) is not None]
+        self.call_after_refresh(self._place_shown, grids, step, self.panels.get(target))
+
+    def _place_shown(self, grids: list[StepGrid], step: int | None, focus: ArmPanel | None) -> None:
+        """``grids`` at ``step`` at the top (None: following their newest rows), then the focus to ``focus``."""
+        for g in grids:
+            if g.store is None:
+                continue
+            if step is None:
+                g.action_follow()
+            elif g.rows:
+                g.scroll_to_index(g.store.index_of_step(step))
+        if focus is not None:
+            focus.grid.focus()
 
     def action_seek_regime(self, forward: bool) -> None:
         if (why := self.seek.regime(forward)) is not None:

@@ -413,3 +413,36 @@ async def test_a_groups_table_writes_its_numbers_as_its_seeds_tables_do(tmp_path
 
         assert lr_cells(gids[0]) == lr_cells("lr1e-06_s0/metrics.jsonl") == ["1.00e-6", ".52e-6"]
         assert lr_cells(gids[1]) == lr_cells("lr0.02_s0/metrics.jsonl")
+
+
+@pytest.mark.anyio
+async def test_o_keeps_the_step_the_table_was_at(tmp_path: Path) -> None:
+    """Paused at a step on a group's table of means, o opened the seeds' tables at their newest rows (following):
+    the step looked at (a NaN in the means) was lost just when the user asked which seed it was."""
+    root = write_group(tmp_path, {"routeA_seed1": 200, "routeA_seed2": 200, "vanilla": 200})
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        gid = GROUP_PREFIX + "routeA"
+        seeds = [app.panels[f"routeA_seed{k}/metrics.jsonl"].grid for k in (1, 2)]
+        group = app.panels[gid].grid
+        group.focus()
+        await pilot.press("g", *"120", "enter")  # jump to step 120: every shown table paused there
+        await pilot.pause()
+        assert not group.follow and group.store is not None and group.store.step_at(group.top_index) == 120
+        await pilot.press("o")
+        await pilot.pause()
+        await pilot.pause()
+        for g in seeds:
+            assert g.store is not None and not g.follow and g.store.step_at(g.top_index) == 120
+        seeds[0].scroll_to_index(seeds[0].store.index_of_step(80))
+        await pilot.press("o")  # folded back from a seed at step 80: the means at 80
+        await pilot.pause()
+        await pilot.pause()
+        assert not group.follow and group.store.step_at(group.top_index) == 80
+        await pilot.press("end")  # following the newest rows: the seeds follow theirs
+        await pilot.pause()
+        await pilot.press("o")
+        await pilot.pause()
+        await pilot.pause()
+        assert all(g.follow for g in seeds)
