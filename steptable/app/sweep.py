@@ -347,7 +347,7 @@ class Sweep:
         self.open_runs(run_ids)
         runs = self.app.session.runs
         self.app.call_after_refresh(self.app.push_screen, CompareScreen(
-            lambda: [runs[r].store for r in run_ids if r in runs]))
+            lambda: [runs[r].store for r in run_ids if r in runs], wanted=len(run_ids)))
 
     def can_close_list(self) -> bool:
         return bool(self.opened)

@@ -18,7 +18,7 @@ from steptable.app.screens.compare import CompareScreen
 from steptable.app.screens.runs import RunsScreen
 from steptable.app.seedgroups import GROUP_PREFIX
 from steptable.app.sweep import IndexChanged, SweepIndex, default_metrics
-from tests.app.helpers import until
+from tests.app.helpers import screen_text, until
 from tests.app.sweephelpers import index_running, read_all, write_sweep, written_at
 
 
@@ -208,3 +208,20 @@ async def test_runs_put_away_by_a_later_pick_count_in_no_seed_group_and_no_compa
         await pilot.pause()
         assert ids["lr1e-06_s6"] not in app.session.put_away
         assert app.seedgroups.members[gid] == [ids[n] for n in ("lr1e-06_s0", "lr1e-06_s3", "lr1e-06_s6")]
+
+
+@pytest.mark.anyio
+async def test_compare_from_the_run_list_says_how_many_runs_are_read_until_two_arms_are(tmp_path: Path) -> None:
+    """w on runs picked in the list opens the compare view while their histories are read (a 300-run sweep: 25 s);
+    it said "one arm only: nothing to compare" all that while."""
+    names = write_sweep(tmp_path, runs=12)
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.feed.sweep is not None
+                    and not app.feed.sweep.index.pending() and len(app.screen.listed) == len(names))
+        app.feed.open = lambda *a, **k: None  # type: ignore[method-assign]  # (the histories are never read here)
+        app.sweep.compare_runs([f"{n}/metrics.jsonl" for n in names[:4]])
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await pilot.pause()
+        said = " ".join(line.strip("│ ") for line in screen_text(app).splitlines())
+        assert "0 of 4 runs with rows so far" in said and "one arm only" not in said

@@ -194,9 +194,12 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         HELP_KEYS,
     ]
 
-    def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD) -> None:
+    def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD, wanted: int | None = None) -> None:
+        """``runs``: the runs' stores as they are now (called every ``period`` s); ``wanted``: how many runs the view
+        was opened over, where their histories are still being read (until then, it says how many are read)."""
         super().__init__()
         self.runs = runs
+        self.wanted = wanted
         self.period = period
         self.x = "step"
         self.baseline: str | None = None
@@ -223,7 +226,11 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
             self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x), ids
             self._widths.clear()
         if len(self.live.groups) < 2:
-            self._show(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
+            if self.wanted is not None and len(runs) < self.wanted:
+                self._show(Text(f"{len(runs)} of {self.wanted} runs with rows so far: the comparison fills in as "
+                                "their histories are read"))
+            else:
+                self._show(Text("one arm only: nothing to compare (seeds of one arm are grouped)"))
             return
         try:
             results = self.live.update()
