@@ -348,16 +348,24 @@ class StepTableApp(Actions):
         now = self.clock()
         stalls = self.session.check_stalls(now)
         labels = self.session.labels() if self.seedgroups.members else {}
+        groups = self.seedgroups
         for rid, panel in self.panels.items():
-            if rid in self.seedgroups.members:  # (a group's table is judged by its seeds, never by its own rows)
-                panel.stalled, panel.idle, seed = self.seedgroups.quiet(rid, stalls, self.session.idle)
+            store = panel.grid.store
+            if rid in groups.members or rid in groups.means:  # (a group's table is judged by its seeds: no file)
+                panel.stalled, panel.idle, seed = groups.quiet(rid, stalls, self.session.idle)
                 panel.quiet_seed = labels.get(seed, seed) if seed is not None else None
+                panel.gone = False
             else:
                 panel.stalled, panel.idle = stalls.get(rid), self.session.idle.get(rid)
-            store = panel.grid.store
-            panel.gone = store is not None and not os.path.exists(store.path)  # deleted, or its directory renamed
+                panel.gone = store is not None and not os.path.exists(store.path)  # deleted, or its directory renamed
             panel.refresh_title(now)
-        self._refresh_status()
+        gone = {rid for rid, p in self.panels.items() if p.gone}
+        if gone != groups.gone:  # (a seed gone leaves its group's means; one back again joins them)
+            groups.gone = gone
+            self._take_groups()
+            self._after_data()
+        else:
+            self._refresh_status()
 
     @property
     def main(self) -> Screen[Any]:

@@ -69,6 +69,7 @@ class SeedGroups:
         self.members: dict[str, list[str]] = {}  # group run id -> its seeds' run ids
         self.opened: set[str] = set()
         self._folded: set[str] = set()  # the run ids this part hid (a user's hidden arms are theirs)
+        self.gone: set[str] = set()  # runs whose file is gone (deleted, its directory renamed): no seeds (the app's)
 
     def real_runs(self) -> dict[str, Store]:
         """Run id -> store of the runs read from files (not the groups' tables), in the session's order."""
@@ -83,7 +84,8 @@ class SeedGroups:
     def update(self) -> list[tuple[str, Store, str | None]]:
         """The groups' tables brought up to date with their seeds (a new group gets its table), as a batch for the
         session: (group run id, its store, None) for each table that changed or is new; the hidden arms set for
-        the groups' folds. A run put away (``Session.put_away``) is no seed: a group of the others, or none."""
+        the groups' folds. A run put away (``Session.put_away``) or whose file is gone (``gone``) is no
+        seed: a group of the others, or none."""
         # (imported here, after the first frame: the preview is not grouped; the means read with ingest's stores)
         from steptable.app.seedmeans import SeedMeans
         from steptable.compare.groups import group_runs
@@ -96,7 +98,8 @@ class SeedGroups:
         copy_of = self.copies.update(filled)
         self._tell_copies()
         gone = self.session.put_away
-        kept = [runs[rid] for rid in filled if rid not in copy_of and rid not in gone]
+        # (a file gone keeps its rows as last read, on its own: renamed, it is also the new run a seed again)
+        kept = [runs[rid] for rid in filled if rid not in copy_of and rid not in gone and rid not in self.gone]
         for name, members in group_runs(kept).items():
             if len(members) < 2:
                 continue

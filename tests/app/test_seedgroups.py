@@ -446,3 +446,31 @@ async def test_o_keeps_the_step_the_table_was_at(tmp_path: Path) -> None:
         await pilot.pause()
         await pilot.pause()
         assert all(g.follow for g in seeds)
+
+
+@pytest.mark.anyio
+async def test_a_seed_whose_file_is_gone_is_no_seed_of_its_group(tmp_path: Path) -> None:
+    """A seed's directory renamed while watched (routeA_seed3 -> routeA_seed4): its table stays, rows as last read,
+    and the renamed run is a new one; both counted as seeds, one training was twice in the means ("mean of 4
+    seeds" of three trainings). A seed's directory deleted stayed in the means until its group changed."""
+    root = write_group(tmp_path, {"routeA_seed1": 30, "routeA_seed2": 30, "routeA_seed3": 30, "vanilla": 30})
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        gid = GROUP_PREFIX + "routeA"
+        assert app.panels[gid].label == "routeA · mean of 3 seeds"
+        (root / "routeA_seed3").rename(root / "routeA_seed4")
+        await sync(pilot, follower)
+        app._on_tick()
+        await pilot.pause()
+        assert app.seedgroups.members[gid] == [f"routeA_seed{k}/metrics.jsonl" for k in (1, 2, 4)]
+        assert app.panels[gid].label == "routeA · mean of 3 seeds"
+        gone = app.panels["routeA_seed3/metrics.jsonl"]
+        assert gone.display and gone.gone  # (its rows as last read, shown on their own)
+        import shutil
+
+        shutil.rmtree(root / "routeA_seed2")  # no row comes after it: the tick finds it gone
+        app._on_tick()
+        await pilot.pause()
+        assert app.seedgroups.members[gid] == [f"routeA_seed{k}/metrics.jsonl" for k in (1, 4)]
+        assert app.panels[gid].label == "routeA · mean of 2 seeds" and not app.panels[gid].gone
