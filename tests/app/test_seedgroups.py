@@ -452,7 +452,8 @@ async def test_o_keeps_the_step_the_table_was_at(tmp_path: Path) -> None:
 async def test_a_seed_whose_file_is_gone_is_no_seed_of_its_group(tmp_path: Path) -> None:
     """A seed's directory renamed while watched (routeA_seed3 -> routeA_seed4): its table stays, rows as last read,
     and the renamed run is a new one; both counted as seeds, one training was twice in the means ("mean of 4
-    seeds" of three trainings). A seed's directory deleted stayed in the means until its group changed."""
+    seeds" of three trainings). A seed's directory deleted stayed in the means until its group changed, and the
+    group's table, whose store is named after its first seed's file, said FILE GONE when that one was."""
     root = write_group(tmp_path, {"routeA_seed1": 30, "routeA_seed2": 30, "routeA_seed3": 30, "vanilla": 30})
     app, follower, _ = manual_app(root)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -469,8 +470,8 @@ async def test_a_seed_whose_file_is_gone_is_no_seed_of_its_group(tmp_path: Path)
         assert gone.display and gone.gone  # (its rows as last read, shown on their own)
         import shutil
 
-        shutil.rmtree(root / "routeA_seed2")  # no row comes after it: the tick finds it gone
+        shutil.rmtree(root / "routeA_seed1")  # no row comes after it: the tick finds it gone
         app._on_tick()
         await pilot.pause()
-        assert app.seedgroups.members[gid] == [f"routeA_seed{k}/metrics.jsonl" for k in (1, 4)]
+        assert app.seedgroups.members[gid] == [f"routeA_seed{k}/metrics.jsonl" for k in (2, 4)]
         assert app.panels[gid].label == "routeA · mean of 2 seeds" and not app.panels[gid].gone
