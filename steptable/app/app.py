@@ -85,7 +85,7 @@ class StepTableApp(Actions):
         self.tables = Tables(self)
         self.viewers = Viewers(self, self.tables)
         self.lockstep = Lockstep(self.tables)
-        self.seek = Seek(self.tables)
+        self.seek = Seek(self.tables, lambda: self.seedgroups.shown_runs())
         self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
         self._stop = threading.Event()

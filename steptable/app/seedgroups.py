@@ -187,6 +187,14 @@ class SeedGroups:
         """The seeds hidden because their group is folded (shown as its table)."""
         return {rid for gid, seeds in self.members.items() if gid not in self.opened for rid in seeds}
 
+    def shown_runs(self) -> set[str]:
+        """The runs whose rows are on screen: those not hidden, and the seeds of each folded group whose table of
+        means is shown (their alerts and samples are that table's)."""
+        hidden = self.session.hidden
+        return {rid for rid in self.session.runs if rid not in hidden} | {
+            rid for gid, seeds in self.members.items() if gid not in self.opened and gid not in hidden
+            for rid in seeds}
+
     def quiet(self, gid: str, stalls: dict[str, float], idle: dict[str, Any]) -> tuple[float | None, Any, str | None]:
         """(seconds stalled, idle activity, the seed that is so) of group ``gid``'s table, which is as quiet as its
         seeds (its rows stop at the slowest one's): the longest gap of a seed stalled, else the longest of a seed

@@ -5,7 +5,7 @@ the top of the table in front; every shown table goes there (the jump's way: fol
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from steptable.app.model import change_mark
@@ -57,8 +57,11 @@ def regime_steps(grid: StepGrid, key: str) -> list[int]:
 class Seek:
     """Owned by the app, which hands it the seeking keys; ``tables``: the tables it moves."""
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Tables, shown: Callable[[], Collection[str]] | None = None) -> None:
+        """``shown``: the runs whose alerts are sought (the seeds of a group shown as its table of means among
+        them); None: the session's runs not hidden."""
         self.tables = tables
+        self.shown = shown
         self._last: tuple[int, int, int] | None = None  # (grid id, its top row after the seek, the step sought)
         self._regimes: dict[int, tuple[object, list[int]]] = {}  # by grid id: (what they were read from, steps)
 
@@ -74,7 +77,7 @@ class Seek:
     def alert(self, forward: bool) -> str | None:
         """Go to the next (previous) step with an alert of a shown run; the reason when there is none."""
         session = self.tables.app.session
-        shown = set(session.visible())
+        shown = set(self.shown() if self.shown is not None else session.visible())
         steps = (e.step for e in session.alerts if e.step is not None and e.run in shown)
         return self._go(steps, forward, "alert")
 

@@ -138,18 +138,11 @@ class Viewers:
         session = self.app.session
         labels = session.labels()
         sources = []
-        groups = self.app.seedgroups
-        copy_of = groups.copies.of
-        folded = groups.folded_seeds()
-
-        def hidden(rid: str) -> bool:
-            if rid in folded:  # (hidden as a seed of its group's table: shown while that table is)
-                return groups.group_of(rid) in session.hidden
-            return rid in session.hidden
-
+        copy_of = self.app.seedgroups.copies.of
+        shown = self.app.seedgroups.shown_runs()
         for rid, run in session.runs.items():
             kept = copy_of.get(rid)
-            if (kept is None and hidden(rid)) or (kept is not None and hidden(kept)):
+            if (kept or rid) not in shown:
                 continue
             files = side_paths(run.store.side_files or {})
             meta = getattr(run.store, "meta", {})

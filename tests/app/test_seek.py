@@ -76,6 +76,30 @@ async def test_next_and_previous_alert(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_the_alerts_of_a_folded_seed_group_are_sought(tmp_path: Path) -> None:
+    """A seed of a group shown as its table of means is a hidden run: ] passed over its alerts, which that table
+    marks (in tmux, ] from step 40 went past vanilla_seed1's grad-norm spike at 150 to absorb's NaN at 220)."""
+    for i, arm in enumerate(("vanilla_seed0", "vanilla_seed1", "absorb")):
+        rows = [row(i, s) for s in range(200)]
+        if arm == "vanilla_seed1":
+            rows[60]["loss"] = float("nan")
+        write_rows(tmp_path / arm / "metrics.jsonl", rows)
+    app, follower, _ = manual_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await sync(pilot, follower)
+        seed = "vanilla_seed1/metrics.jsonl"
+        assert seed in app.session.hidden and 60 in {e.step for e in app.session.alerts if e.run == seed}
+        await pilot.press("home", "right_square_bracket")
+        await pilot.pause()
+        assert [g.store.step_at(g.top_index) for g in app.tables.grids() if g.store is not None] == [60, 60]
+        app.session.hidden.add(app.seedgroups.group_of(seed) or "")  # the group's table hidden: its seeds' alerts too
+        app.arrangement.set_hidden(app.session.hidden)
+        await pilot.press("home", "right_square_bracket")
+        await pilot.pause()
+        assert [g.store.step_at(g.top_index) for g in app.tables.grids() if g.store is not None] != [60]
+
+
+@pytest.mark.anyio
 async def test_seek_keys_are_in_the_help(tmp_path: Path) -> None:
     app, _, _ = manual_app(two_nans(tmp_path))
     async with app.run_test(size=SIZE):
