@@ -39,6 +39,10 @@ class Actions(App[int]):
     sweep: Sweep
     seedgroups: SeedGroups
 
+    def _take_groups(self) -> None:
+        """The seed groups brought up to date and their folds shown (the app's)."""
+        raise NotImplementedError
+
     def action_help(self) -> None:
         self.viewers.help()
 
@@ -82,12 +86,13 @@ class Actions(App[int]):
         self.arrangement.switch_layout()
 
     def action_toggle_arm(self, index: int) -> None:
-        self.arrangement.toggle_arm(index)
+        self.arrangement.toggle_arm(index, self.seedgroups.folded)
         self.sweep.bring_back(self.session.put_away - self.session.hidden)  # (a run put away, shown by its key)
 
     def action_show_all_arms(self) -> None:
         self.sweep.bring_back()
         self.arrangement.show_all_arms()
+        self._take_groups()  # (the seed groups fold their seeds again: every arm is every table, not every run)
 
     def action_pin(self) -> None:
         self.tables.pin()

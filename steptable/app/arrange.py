@@ -3,7 +3,7 @@ closed with the heights they take, arms hidden and shown, with the focus kept on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from textual.containers import ScrollableContainer
@@ -128,8 +128,8 @@ class Arrangement:
         except NoMatches:
             pass
 
-    def toggle_arm(self, index: int) -> None:
-        if self.app.session.toggle_arm(index) is not None:
+    def toggle_arm(self, index: int, skip: Collection[str] = ()) -> None:
+        if self.app.session.toggle_arm(index, skip) is not None:
             self._apply_hidden()
 
     def show_all_arms(self) -> None:

@@ -183,6 +183,11 @@ class SeedGroups:
         # (a copy's alerts and stalls are its original's again; a group's table has its seeds')
         self.session.log.uncounted = set(self.copies.of) | set(self.means)
 
+    @property
+    def folded(self) -> frozenset[str]:
+        """The runs this part hides: the seeds of folded groups, the tables of open ones, the copies of a run."""
+        return frozenset(self._folded)
+
     def folded_seeds(self) -> set[str]:
         """The seeds hidden because their group is folded (shown as its table)."""
         return {rid for gid, seeds in self.members.items() if gid not in self.opened for rid in seeds}

@@ -240,9 +240,10 @@ class Session:
     def visible(self) -> list[str]:
         return [rid for rid in self.runs if rid not in self.hidden]
 
-    def toggle_arm(self, index: int) -> str | None:
-        """Hide / show the ``index``-th run (0-based); never hides the last visible one. Returns its id."""
-        ids = list(self.runs)
+    def toggle_arm(self, index: int, skip: Collection[str] = ()) -> str | None:
+        """Hide / show the ``index``-th run (0-based) of those not in ``skip`` (the runs the seed groups fold
+        away: the keys count the tables a user can show); never hides the last visible one. Returns its id."""
+        ids = [rid for rid in self.runs if rid not in skip]
         if not 0 <= index < len(ids):
             return None
         rid = ids[index]

@@ -475,3 +475,31 @@ async def test_a_seed_whose_file_is_gone_is_no_seed_of_its_group(tmp_path: Path)
         await pilot.pause()
         assert app.seedgroups.members[gid] == [f"routeA_seed{k}/metrics.jsonl" for k in (2, 4)]
         assert app.panels[gid].label == "routeA · mean of 2 seeds" and not app.panels[gid].gone
+
+
+@pytest.mark.anyio
+async def test_the_number_keys_count_the_tables_shown_not_the_seeds_folded_into_a_group(tmp_path: Path) -> None:
+    """1-9 hid or showed the k-th run read, folded seeds counted: with routeA's two seeds folded, 1 showed
+    routeA_seed1 beside its group's table (the screen's first table, vanilla, stayed). 0 (every arm shown) showed
+    every folded seed beside its group's table too, until rows came."""
+    root = write_group(tmp_path, {"routeA_seed1": 30, "routeA_seed2": 30, "vanilla": 30})
+    app, follower, _ = manual_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await sync(pilot, follower)
+        gid = GROUP_PREFIX + "routeA"
+
+        def shown() -> list[str]:
+            return [rid for rid, p in app.panels.items() if p.display]
+
+        assert sorted(shown()) == sorted(["vanilla/metrics.jsonl", gid])
+        await pilot.press("1")
+        await pilot.pause()
+        assert shown() == [gid]  # vanilla, the first of the tables shown, hidden
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        assert shown() == ["vanilla/metrics.jsonl"]  # the group's table, the second
+        await pilot.press("0")
+        await pilot.pause()
+        assert sorted(shown()) == sorted(["vanilla/metrics.jsonl", gid])
