@@ -133,6 +133,8 @@ class StepTableApp(Actions):
         yield KeyBar()
 
     def _waiting_text(self) -> str:
+        if opened := len(self.sweep.opened):  # (a sweep's runs opened from the list: their histories being read)
+            return f"Reading the {opened} runs opened from the run list… (r: the list)"
         paths = ", ".join(self.feed.paths) or "the given paths"
         return sanitize(
             f"No runs under {paths} yet. steptable shows JSONL metrics files (metrics.jsonl, verl's file logger, "
@@ -336,8 +338,11 @@ class StepTableApp(Actions):
         s = self.session
         try:
             bar = self.main.query_one(StatusBar)
+            waiting = self.main.query_one("#no-runs", Static)
         except NoMatches:  # shutting down
             return
+        if waiting.display:  # (a sweep's runs opened since: being read)
+            waiting.update(self._waiting_text())
         note = " · ".join(filter(None, (self.problem or self.feed.note(), self.seedgroups.note())))
         bar.show(s.events(recent=3), s.status_counts(), note, (s.pattern, s.filter_matches()) if s.pattern else None,
                  self.search.status)

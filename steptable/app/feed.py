@@ -311,7 +311,10 @@ class Feed:
         if f is None:  # (not built yet: building it here would import ingest on the UI thread)
             return ""
         if self.sweep is not None:
-            return f"{self.sweep.line(time.time())} · {len(f.stores)} open (r: the run list)"
+            stores = f.stores
+            reading = sum(1 for rid in list(self._opened) if rid not in stores)  # (the follower's thread adds them)
+            more = f", {reading} being read" if reading else ""
+            return f"{self.sweep.line(time.time())} · {len(stores)} open{more} (r: the run list)"
         mode = str(getattr(f, "mode", "") or "")
         count = int(getattr(f, "error_count", 0) or 0)
         if count != self._error_count:

@@ -226,3 +226,25 @@ async def test_compare_from_the_run_list_says_how_many_runs_are_read_until_two_a
         await pilot.pause()
         said = " ".join(line.strip("│ ") for line in screen_text(app).splitlines())
         assert "0 of 4 runs with rows so far" in said and "one arm only" not in said
+
+
+@pytest.mark.anyio
+async def test_runs_opened_from_the_list_are_said_to_be_read_until_their_tables_come(tmp_path: Path) -> None:
+    """Enter on runs picked in the list went to the tables' screen, which said "No runs under DIR yet. steptable
+    shows JSONL metrics files..." and "0 open" while their histories were read (25 s for 300 runs of 2,000 steps)."""
+    names = write_sweep(tmp_path, runs=12)
+    app = StepTableApp(Feed([str(tmp_path)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen) and app.feed.sweep is not None
+                    and not app.feed.sweep.index.pending() and len(app.screen.listed) == len(names))
+        follower = app.feed.follower
+        follower.scan = lambda *a, **k: set()  # type: ignore[method-assign]  # (never read here)
+        follower.on_events = lambda *a, **k: set()  # type: ignore[attr-defined]
+        app.screen.state.selected = {f"{n}/metrics.jsonl" for n in names[:4]}
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, RunsScreen))
+        app._refresh_status()
+        await pilot.pause()
+        said = screen_text(app)
+        assert "No runs under" not in said and "Reading the 4 runs opened from the run list" in said
+        assert "0 open, 4 being read" in said
