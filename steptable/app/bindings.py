@@ -19,12 +19,14 @@ BINDINGS: list[BindingType] = [
     Binding("c", "toggle_chart", "Chart", tooltip="the lit column over steps, one line per arm"),
     Binding("C", "chart_view", "Chart view", show=False,
             tooltip="metrics over x, arms overlaid: axes, zoom, crosshair"),
-    Binding("slash", "search", "Search",
+    # (the keys that open a prompt are priority: handled as they come, the prompt is up before the next key, which
+    # goes into it; not priority, they went to the table first and came back after the keys typed with them)
+    Binding("slash", "search", "Search", priority=True,
             tooltip="find text in cells and column names, ignoring case (the cell found: underlined, reversed)"),
     Binding("n", "search_next(True)", "Next match", show=False, tooltip="the search's next match (wraps)"),
     Binding("N", "search_next(False)", "Prev match", show=False, tooltip="the search's previous match (wraps)"),
-    Binding("F", "filter", "Filter", tooltip="show only the columns matching globs"),
-    Binding("colon,g", "jump", "Jump", tooltip="go to a step"),
+    Binding("F", "filter", "Filter", priority=True, tooltip="show only the columns matching globs"),
+    Binding("colon,g", "jump", "Jump", priority=True, tooltip="go to a step"),
     Binding("p", "pin", "Pin", tooltip="keep the lit column in front (again: unpin it)"),
     Binding("s", "switch_layout", "Layout", tooltip="arms side by side or stacked"),
     Binding("v", "generations", "Gens", tooltip="the samples (generations side files) at the step on screen"),
