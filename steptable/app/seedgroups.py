@@ -98,7 +98,8 @@ class SeedGroups:
         copy_of = self.copies.update(filled)
         self._tell_copies()
         gone = self.session.put_away
-        # (a file gone keeps its rows as last read, on its own: renamed, it is also the new run a seed again)
+        # (a run whose file is gone keeps its rows as last read, in a table of its own; renamed, its new path is a
+        # new run, and that one is the seed)
         kept = [runs[rid] for rid in filled if rid not in copy_of and rid not in gone and rid not in self.gone]
         for name, members in group_runs(kept).items():
             if len(members) < 2:
