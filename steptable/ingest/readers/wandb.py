@@ -346,7 +346,8 @@ class WandbParser:
         elif which == "run":
             self._facts.run(got, meta)
         elif which == "metric":
-            self._axes.note(*got)
+            if self.jsonl.ordinal == 0 and not lines:  # (one made after the first row keys nothing: wandbaxes)
+                self._axes.note(*got)
         elif which == "exit":
             self._facts.exit(got, self._last_line, meta)
 

@@ -139,3 +139,32 @@ def test_no_step_metric_declared_keys_nothing() -> None:
     axes.note("loss", "")
     axes.note("eval/*", "")
     assert axes.step_metrics == [] and axes.row_step(["loss"]) is None
+
+
+@pytest.fixture(scope="module")
+def declared_late(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three rows logged, then ``*`` declared against ``s`` (logged in every row), then three rows more."""
+    return _run(tmp_path_factory, "declared_late", """
+for i in range(3):
+    run.log({"loss": float(i), "s": 10 * i})
+run.define_metric("*", step_metric="s")
+for i in range(3, 6):
+    run.log({"loss": float(i), "s": 10 * i})
+""")
+
+
+def test_a_step_metric_declared_after_the_first_row_keys_nothing_read_at_once_or_as_written(
+        declared_late: Path) -> None:
+    """A follower that read the first rows before the declaration and a one-shot read of the whole file see one
+    step: W&B's count of log calls."""
+    from steptable.ingest.readers.wandb import WandbParser
+
+    steps, rows, store = _rows(declared_late)
+    assert store.step_key == "_step" and steps == [0, 1, 2, 3, 4, 5]
+    assert [rows[s]["s"] for s in steps] == [0, 10, 20, 30, 40, 50]
+    data, parser, at, followed = declared_late.read_bytes(), WandbParser("late"), 0, []
+    for end in [*range(300, len(data), 300), len(data)]:
+        n, parsed = parser.parse(memoryview(data)[at:end], at, final=end == len(data))
+        at += n
+        followed += list(parsed.steps)
+    assert followed == steps
