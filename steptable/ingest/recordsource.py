@@ -205,7 +205,8 @@ class RecordSource(_Base):
             parser: _RecordParser
             if self.cand.kind == "wandb":
                 from steptable.ingest.readers.wandb import WandbParser
-                parser = WandbParser(str(path))
+                before = self._files[next(reversed(self._files))][1] if self._files else None
+                parser = WandbParser(str(path), before if isinstance(before, WandbParser) else None)
             else:
                 from steptable.ingest.readers.tensorboard import EventParser
                 parser = EventParser(str(path))

@@ -88,10 +88,13 @@ class WandbParser:
     """Bytes of a ``.wandb`` file (from its start, in pieces) -> :class:`Parsed` rows and run facts in ``meta``:
     ``name`` (the display name), ``project``, ``config``, ``runinfo`` (``closed``, ``end``: as a StepLogger's
     description says a run ended) and ``tables`` (each ``wandb.Table`` file, relative to the run's ``files/``, -> its
-    step: :mod:`~steptable.ingest.readers.wandbmedia`)."""
+    step: :mod:`~steptable.ingest.readers.wandbmedia`). ``before``: the parser of the run's file before this one (a
+    resumed process's file is keyed as the run's rows so far are, once they are, whatever its own ``define_metric``
+    calls declared: a run has one step)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, before: WandbParser | None = None) -> None:
         self.label = label
+        self.before = before
         self.reset()
 
     def reset(self) -> None:
@@ -314,8 +317,11 @@ class WandbParser:
             meta["tables"] = tables
         if not lines:
             return Parsed(steps=[], bad=bad, meta=meta)
-        if self.jsonl.ordinal == 0 and (axis := self._axes.row_step(_first_row(lines[0]))) is not None:
-            self.jsonl.step_keys, self.jsonl.carry_step = (axis,), True
+        if self.jsonl.ordinal == 0:
+            if self.before is not None and self.before.jsonl.ordinal:  # (the run's step was chosen by its rows so far)
+                self.jsonl.step_keys, self.jsonl.carry_step = self.before.jsonl.step_keys, self.before.jsonl.carry_step
+            elif (axis := self._axes.row_step(_first_row(lines[0]))) is not None:
+                self.jsonl.step_keys, self.jsonl.carry_step = (axis,), True
         lines.append(b"")  # (a newline after the last line, in the one join)
         # (a None logged: no value, not a NaN; a list: its text, not a count)
         parsed = lists_as_text(self.jsonl.parse(drop_nulls(b"\n".join(lines)), 1))

@@ -168,3 +168,31 @@ def test_a_step_metric_declared_after_the_first_row_keys_nothing_read_at_once_or
         at += n
         followed += list(parsed.steps)
     assert followed == steps
+
+
+@pytest.fixture(scope="module")
+def resumed_undeclared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run keyed by ``train/step`` (steps 0-40), resumed from its checkpoint at step 30 by a process that declares
+    nothing (steps 30-70, W&B's count of log calls from 0 again, offline): the directory holding ``wandb/``."""
+    root = tmp_path_factory.mktemp("resumed_undeclared")
+    for lo, hi, declare in ((0, 5, True), (3, 8, False)):
+        writers.run_writer(f"""
+import wandb
+run = wandb.init(project="p", name="resumed", id="resumed1", resume="allow")
+if {declare}:
+    run.define_metric("train/step")
+    run.define_metric("train/*", step_metric="train/step")
+for i in range({lo}, {hi}):
+    run.log({{"train/step": 10 * i, "train/loss": i + {lo} / 100}})
+run.finish()
+""", {"WANDB_DIR": str(root)})
+    assert len(list(root.glob("wandb/*run-*/run-*.wandb"))) == 2
+    return root
+
+
+def test_a_resumed_process_that_declares_nothing_is_keyed_as_the_run_before_it(resumed_undeclared: Path) -> None:
+    """One run with one step: the resumed process's rows at their train/step, after the first process's rows up to
+    the step it resumed at (by its own _step, 0-4, they took the place of all the first process's rows)."""
+    store = only(read_once(resumed_undeclared))
+    assert store.step_key == "train/step" and list(store.steps) == [0, 10, 20, 30, 40, 50, 60, 70]
+    assert [r["train/loss"] for r in rows_of(store)] == pytest.approx([0, 1, 2, 3.03, 4.03, 5.03, 6.03, 7.03])
