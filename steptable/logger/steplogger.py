@@ -25,7 +25,7 @@ from typing import Any
 
 from steptable.alerts.engine import AlertEngine
 from steptable.alerts.rules import Alert
-from steptable.logger import process, tablefile
+from steptable.logger import process, tablefile, termwatch
 from steptable.logger.alertfeed import AlertFeed
 from steptable.logger.autocols import AutoColumns
 from steptable.logger.backlog import Backlog, row_view, step_number
@@ -201,6 +201,7 @@ class StepLogger:
         if self._closed:
             self._after_close()
             return None
+        termwatch.rearm()  # (a wakeup fd given up since, as asyncio gives it up: SIGTERM heard again)
         me = threading.get_ident()
         if self._owner == me:
             # Called again from inside log() on this thread (a signal handler, a __float__ that logs): writing now

@@ -12,7 +12,9 @@ handler to begin on the main thread (:func:`begin`); where it has not, the threa
 process is killed all the same once :data:`DEADLINE_S` have passed (a handler stuck on a lock). Either way it dies
 of signal 15 within seconds, as it would without a handler, its runs marked first. A wakeup fd another library set
 is left alone: :func:`watch` says so, and the caller installs no handler then; one set after it (asyncio's signal
-handlers) leaves the watcher deaf, the handler on the main thread working as in a process alone.
+handlers) leaves the watcher deaf while it is set, the handler on the main thread working as in a process alone.
+Where it was given up since (an asyncio loop clears it when it closes: ``asyncio.run`` of a loop that added a
+signal handler), :func:`rearm`, called with each row, makes the watcher hear again.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ DEADLINE_S = 5.0
 _claim = threading.Lock()  # held by whoever does the handler's work (the main thread's handler or the watcher)
 _began = threading.Event()  # the main thread's handler began
 _pipe: tuple[int, int] | None = None  # (read end, write end) of the wakeup fd this process watches
+#: seconds between two looks of :func:`rearm` at the wakeup fd
+REARM_S = 1.0
+_looked = 0.0  # when rearm() last looked
 
 
 def watch(handler: Callable[[int, FrameType | None], Any], work: Callable[[], None]) -> bool:
@@ -59,6 +64,24 @@ def watch(handler: Callable[[int, FrameType | None], Any], work: Callable[[], No
     _pipe = (r, w)
     threading.Thread(target=_watch, args=(r, handler, work), name="steptable-sigterm", daemon=True).start()
     return True
+
+
+def rearm() -> None:
+    """Where this process watches, on the main thread, once a :data:`REARM_S` at most: its wakeup fd set again
+    where it was given up since (set to none: an asyncio loop's, closed), so that the watcher hears SIGTERM again;
+    one another holds now is given back at once. Raises nothing."""
+    global _looked
+    pipe = _pipe
+    if pipe is None:
+        return
+    now = time.monotonic()
+    if now - _looked < REARM_S or threading.current_thread() is not threading.main_thread():
+        return
+    _looked = now
+    with contextlib.suppress(ValueError, OSError):
+        previous = signal.set_wakeup_fd(pipe[1], warn_on_full_buffer=False)
+        if previous not in (-1, pipe[1]):  # (another's: it stays theirs)
+            signal.set_wakeup_fd(previous)
 
 
 def begin() -> bool:

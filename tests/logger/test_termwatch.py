@@ -28,6 +28,23 @@ HEAD = textwrap.dedent("""
 """)
 
 
+#: the main thread held in a C++ wait where no Python handler runs (as a device sync on a hung collective), ``ready``
+#: said once it is in it (a SIGTERM before would run the handler on the main thread, the watcher untried)
+HELD = """
+import threading, torch
+
+def ready():
+    held = threading.main_thread().ident
+    while sys._current_frames()[held].f_code.co_name != "wait":
+        time.sleep(0.01)
+    time.sleep(0.2)
+    print("ready", flush=True)
+
+threading.Thread(target=ready, daemon=True).start()
+torch.futures.Future().wait()
+"""
+
+
 def _started(body: str, run: Path) -> subprocess.Popen[str]:
     """A rank 0 of two that logged rows 0-4, then ``body``, once it printed ``ready``."""
     return started_script(HEAD + textwrap.dedent(body), run, RANK_ZERO_OF_TWO)
@@ -40,11 +57,7 @@ def test_a_main_thread_held_in_a_c_wait_dies_of_sigterm_with_its_run_marked_inte
     torch = pytest.importorskip("torch")
     assert torch is not None
     run = tmp_path / "run"
-    proc = _started("""
-        import torch
-        print("ready", flush=True)
-        torch.futures.Future().wait()
-    """, run)
+    proc = _started(HELD, run)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == -signal.SIGTERM, proc.communicate()[1]
     info = description(run)
@@ -77,3 +90,27 @@ def test_a_forked_childs_signals_never_reach_the_parents_watcher(tmp_path: Path)
         print("child's", os.WEXITSTATUS(status), "parent's", signal.set_wakeup_fd(-1) != -1)
     """), str(tmp_path / "run")], capture_output=True, text=True, timeout=60, env={**os.environ, **RANK_ZERO_OF_TWO})
     assert proc.returncode == 0 and proc.stdout.split() == ["child's", "0", "parent's", "True"], proc.stderr
+
+
+def test_a_wakeup_fd_an_asyncio_loop_gave_up_is_watched_again_from_the_next_row(tmp_path: Path) -> None:
+    """``asyncio.run`` of a loop that added a signal handler sets its own wakeup fd and clears it when the loop
+    closes: the watcher heard nothing after it, and a main thread held in a C wait outlived SIGTERM (until the
+    launcher's SIGKILL). The next row makes the watcher hear again."""
+    pytest.importorskip("torch")
+    run = tmp_path / "run"
+    proc = _started(textwrap.dedent("""
+        import asyncio
+        from steptable.logger import termwatch
+        async def main():
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: None)
+        asyncio.run(main())
+        termwatch.REARM_S = 0  # (the row below looks again however soon after the last look)
+        sl.log({"step": 5, "loss": 0.1})
+    """) + HELD, run)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=60) == -signal.SIGTERM, proc.communicate()[1]
+    finally:
+        proc.kill()
+    info = description(run)
+    assert info.get("end") == "interrupted" and info["rows"] == 6
