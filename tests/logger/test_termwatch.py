@@ -94,8 +94,8 @@ def test_a_forked_childs_signals_never_reach_the_parents_watcher(tmp_path: Path)
 
 def test_a_wakeup_fd_an_asyncio_loop_gave_up_is_watched_again_from_the_next_row(tmp_path: Path) -> None:
     """``asyncio.run`` of a loop that added a signal handler sets its own wakeup fd and clears it when the loop
-    closes: the watcher heard nothing after it, and a main thread held in a C wait outlived SIGTERM (until the
-    launcher's SIGKILL). The next row makes the watcher hear again."""
+    closes; the next row sets the watcher's again, and a main thread held in a C wait after it dies of SIGTERM with
+    its run marked interrupted (unheard, it would live on until the launcher's SIGKILL)."""
     pytest.importorskip("torch")
     run = tmp_path / "run"
     proc = _started(textwrap.dedent("""

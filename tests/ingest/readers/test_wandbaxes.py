@@ -192,7 +192,7 @@ run.finish()
 
 def test_a_resumed_process_that_declares_nothing_is_keyed_as_the_run_before_it(resumed_undeclared: Path) -> None:
     """One run with one step: the resumed process's rows at their train/step, after the first process's rows up to
-    the step it resumed at (by its own _step, 0-4, they took the place of all the first process's rows)."""
+    the step it resumed at (keyed by its own _step, 0-4, they would take the place of all the first process's)."""
     store = only(read_once(resumed_undeclared))
     assert store.step_key == "train/step" and list(store.steps) == [0, 10, 20, 30, 40, 50, 60, 70]
     assert [r["train/loss"] for r in rows_of(store)] == pytest.approx([0, 1, 2, 3.03, 4.03, 5.03, 6.03, 7.03])
