@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from steptable.app.actions import Actions
+from steptable.app.armrule import RuleOf
 from steptable.app.arrange import ArmsBox, Arrangement
 from steptable.app.bindings import BINDINGS
 from steptable.app.feed import Feed
@@ -74,9 +75,12 @@ class StepTableApp(Actions):
         clock: Clock = time.time,
         tick: float = 1.0,
         stacked: bool | None = None,
+        group: str | None = None,
     ) -> None:
+        """``group``: ``watch --group`` (a valid pattern), over the runs' steptable.toml's (steptable.app.armrule)."""
         super().__init__()
         self.feed = feed
+        self.arm_rule = RuleOf([str(p) for p in feed.paths], group)
         self.session = Session(schema_name=schema, near=[str(p) for p in feed.paths] or None)
         self.clock = clock
         self.tick = tick
@@ -89,7 +93,8 @@ class StepTableApp(Actions):
         self.search = Search(self.tables, self.call_from_thread, self._refresh_status)
         self.sweep = Sweep(self, clock)
         self._stop = threading.Event()
-        self.seedgroups = SeedGroups(self.session, self.post_message, self._stop, feed.paths)
+        self.seedgroups = SeedGroups(self.session, self.post_message, self._stop, feed.paths,
+                                     lambda: self.arm_rule().pattern)
         self._new_panels = False
         self._preview_panels: dict[str, ArmPanel] = {}  # panels of the first frame's previews, not taken yet
         self._first: list[PreviewReady] = []

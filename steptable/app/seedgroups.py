@@ -12,6 +12,7 @@ computed; the few rows of means a live run adds at a time are made at once."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -52,13 +53,16 @@ class SeedGroups:
     """The session's seed groups: their tables of means, and which are open (shown as their seeds)."""
 
     def __init__(self, session: Session, post: Callable[[Message], Any] | None = None,
-                 stop: threading.Event | None = None, roots: Sequence[str] = ()) -> None:
+                 stop: threading.Event | None = None, roots: Sequence[str] = (),
+                 pattern: Callable[[], re.Pattern[str] | None] = lambda: None) -> None:
         """``post``: how a build's thread hands back its result (thread-safe, e.g. ``App.post_message``); without
         it every build is made at once. ``stop``: set when the app quits (a build stops between chunks). ``roots``:
-        the paths watched (a file named there is kept over its copies)."""
+        the paths watched (a file named there is kept over its copies). ``pattern``: the seed part of a run's name
+        (steptable.app.armrule; asked at the first grouping, after the first frame)."""
         from steptable.ingest.copies import Copies  # (ingest is read after the first frame)
 
         self.session = session
+        self.pattern = pattern
         self.copies = Copies(roots)
         self._copies_told: set[str] = set()
         self._post = post
@@ -101,7 +105,7 @@ class SeedGroups:
         # (a run whose file is gone keeps its rows as last read, in a table of its own; renamed, its new path is a
         # new run, and that one is the seed)
         kept = [runs[rid] for rid in filled if rid not in copy_of and rid not in gone and rid not in self.gone]
-        for name, members in group_runs(kept).items():
+        for name, members in group_runs(kept, self.pattern()).items():
             if len(members) < 2:
                 continue
             gid = GROUP_PREFIX + name

@@ -25,6 +25,7 @@ from steptable.app import heap
 from steptable.app.messages import FeedProblem
 
 if TYPE_CHECKING:  # (the run list's rows, and the digests under them, load with the list)
+    from steptable.app.armrule import ArmRule
     from steptable.app.runrows import Entry
 
 #: first rows of runs kept, of those that may be pieces of one training resumed in new directories
@@ -230,6 +231,9 @@ class SweepHost(Protocol):
     session: Any
     feed: Any
 
+    @property
+    def arm_rule(self) -> Callable[[], ArmRule]: ...
+
     def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
 
     def install_screen(self, screen: Any, name: str) -> None: ...
@@ -347,7 +351,7 @@ class Sweep:
         self.open_runs(run_ids)
         runs = self.app.session.runs
         self.app.call_after_refresh(self.app.push_screen, CompareScreen(
-            lambda: [runs[r].store for r in run_ids if r in runs], wanted=len(run_ids)))
+            lambda: [runs[r].store for r in run_ids if r in runs], wanted=len(run_ids), rule=self.app.arm_rule()))
 
     def can_close_list(self) -> bool:
         return bool(self.opened)

@@ -12,6 +12,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 if TYPE_CHECKING:
+    from steptable.app.armrule import ArmRule
     from steptable.app.search import Search
     from steptable.app.seedgroups import SeedGroups
     from steptable.app.session import Session
@@ -26,6 +27,9 @@ class ViewerHost(Protocol):
 
     @property
     def session(self) -> Session: ...
+
+    @property
+    def arm_rule(self) -> Callable[[], ArmRule]: ...
 
     @property
     def seedgroups(self) -> SeedGroups: ...
@@ -108,7 +112,8 @@ class Viewers:
         """Which arm wins: window means and differences against a baseline arm, brought up to date live."""
         from steptable.app.screens.compare import CompareScreen
 
-        self.app.push_screen(CompareScreen(lambda: list(self.app.seedgroups.distinct_runs().values())))
+        self.app.push_screen(CompareScreen(lambda: list(self.app.seedgroups.distinct_runs().values()),
+                                           rule=self.app.arm_rule()))
 
     def chart(self) -> None:
         """The chart view of the picked column (else the run's reward or loss), every shown arm overlaid; its

@@ -23,6 +23,10 @@ def add_parser(sub: Any) -> None:
     w.add_argument("--schema-file", metavar="PATH", default=None,
                    help="a schema file (TOML) to apply; a log directory's steptable.toml applies only "
                    "at or below the paths given")
+    w.add_argument("--group", default=None, metavar="REGEX",
+                   help="the seed part of a run's name, as compare takes it: runs that differ only by it fold into "
+                   "one arm's table of means (default: the runs' steptable.toml [compare] group, else a trailing "
+                   "seed<N>)")
     w.set_defaults(end_at_once=True)  # once the app is gone, the process ends without the interpreter's teardown
 
 
@@ -42,4 +46,4 @@ def run(args: argparse.Namespace) -> int:
             gc.enable()
         raise
     return run_watch(list(args.paths), poll=args.poll, theme=args.theme, schema=args.schema, gc_paused=paused,
-                     wait=args.wait)
+                     wait=args.wait, group=args.group)

@@ -21,6 +21,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from steptable.app.armrule import ArmRule
 from steptable.app.screens.help import HELP_KEYS, OwnKeysHelp
 from steptable.app.widgets.keys import KeyBar
 from steptable.app.widgets.pinned import PinnedTable
@@ -194,15 +195,20 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         HELP_KEYS,
     ]
 
-    def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD, wanted: int | None = None) -> None:
+    def __init__(self, runs: Callable[[], list[Any]], period: float = PERIOD, wanted: int | None = None,
+                 rule: ArmRule | None = None) -> None:
         """``runs``: the runs' stores as they are now (called every ``period`` s); ``wanted``: how many runs the view
-        was opened over, where their histories are still being read (until then, it says how many are read)."""
+        was opened over, where their histories are still being read (until then, it says how many are read);
+        ``rule``: which runs are seeds of one arm, and the baseline and x axis the view starts from (an unknown
+        baseline: the first arm)."""
         super().__init__()
         self.runs = runs
         self.wanted = wanted
         self.period = period
-        self.x = "step"
-        self.baseline: str | None = None
+        rule = rule or ArmRule()
+        self.pattern = rule.pattern
+        self.x = rule.x
+        self.baseline: str | None = rule.baseline
         self.live: LiveCompare | None = None
         self._ids: tuple[int, ...] = ()
         self._widths: dict[str, int] = {}  # each arm's column width for this LiveCompare (compare_parts)
@@ -223,7 +229,9 @@ class CompareScreen(OwnKeysHelp, ModalScreen[None]):
         runs = [r for r in self.runs() if len(r)]
         ids = tuple(map(id, runs))
         if self.live is None or ids != self._ids:
-            self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x), ids
+            self.live, self._ids = LiveCompare(runs, self.baseline, x=self.x, pattern=self.pattern), ids
+            if self.live.baseline not in self.live.groups and self.live.groups:
+                self.live = LiveCompare(runs, None, x=self.x, pattern=self.pattern)
             self._widths.clear()
         if len(self.live.groups) < 2:
             if self.wanted is not None and len(runs) < self.wanted:
