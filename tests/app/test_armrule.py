@@ -65,21 +65,16 @@ async def test_a_sweeps_runs_fold_into_the_arms_the_rule_names(tmp_path: Path, h
         assert live is not None and {g: len(m) for g, m in live.groups.items()} == {"lr1e-5": 2, "lr3e-5": 2}
 
 
-async def test_the_compare_view_starts_from_the_files_baseline_and_a_known_arm_otherwise(tmp_path: Path) -> None:
-    root = _sweep(tmp_path, f"[compare]\ngroup = '{GROUP}'\nbaseline = 'lr3e-5'\n")
+@pytest.mark.parametrize(("named", "starts"), [("lr3e-5", "lr3e-5"), ("lr9", "lr1e-5")])
+async def test_the_compare_view_starts_from_the_files_baseline_and_a_known_arm_otherwise(
+        tmp_path: Path, named: str, starts: str) -> None:
+    root = _sweep(tmp_path, f"[compare]\ngroup = '{GROUP}'\nbaseline = '{named}'\n")
     app, follower, _ = manual_app(root)
     async with app.run_test(size=(160, 40)) as pilot:
         await sync(pilot, follower)
         await pilot.press("w")
         await pilot.pause()
-        assert app.screen.live.baseline == "lr3e-5"  # type: ignore[attr-defined]
-    (root / "steptable.toml").write_text(f"[compare]\ngroup = '{GROUP}'\nbaseline = 'lr9'\n")
-    app, follower, _ = manual_app(root)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await sync(pilot, follower)
-        await pilot.press("w")
-        await pilot.pause()
-        assert app.screen.live.baseline == "lr1e-5"  # type: ignore[attr-defined]
+        assert app.screen.live.baseline == starts  # type: ignore[attr-defined]
 
 
 def test_watch_refuses_a_group_that_is_no_regular_expression(tmp_path: Path,
