@@ -132,7 +132,8 @@ def test_watch_puts_collection_back_when_it_ends_early(tmp_path: Path) -> None:
     was = gc.isenabled()
     gc.enable()
     try:
-        args = argparse.Namespace(paths=[str(tmp_path / "nowhere")], poll=None, theme=None, schema=None, wait=False)
+        args = argparse.Namespace(paths=[str(tmp_path / "nowhere")], poll=None, theme=None, schema=None, wait=False,
+                                  group=None)
         assert watch.run(args) == 2
         assert gc.isenabled()
     finally:
