@@ -44,13 +44,19 @@ def shown(screen: GenerationsScreen) -> tuple[str, int | None]:
     return screen.arm, screen.step
 
 
-async def test_the_next_arm_opens_at_the_nearest_step_it_has(tmp_path: Path) -> None:
-    """Viewing absorb's step 110, a showed routeA's step 0 (the last at or before 110) where its step 120 is 10
-    steps away."""
+def _every_10_and_every_120(tmp_path: Path) -> tuple[Any, Any]:
+    """The app over absorb (samples every 10 steps) and routeA (every 120), and its follower."""
     root = make_runs(tmp_path, arms=("absorb", "routeA"))
     write_samples(root / "absorb", EVERY_10)
     write_samples(root / "routeA", EVERY_120)
     app, follower, _ = manual_app(root)
+    return app, follower
+
+
+async def test_the_next_arm_opens_at_the_nearest_step_it_has(tmp_path: Path) -> None:
+    """Viewing absorb's step 110, a showed routeA's step 0 (the last at or before 110) where its step 120 is 10
+    steps away."""
+    app, follower = _every_10_and_every_120(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         screen = await open_generations(pilot)
@@ -62,10 +68,7 @@ async def test_the_next_arm_opens_at_the_nearest_step_it_has(tmp_path: Path) -> 
 async def test_cycling_arms_keeps_the_step_chosen(tmp_path: Path) -> None:
     """Back to the first arm, the step is the one the user chose there, not the nearest to where the other arm
     landed (100 -> routeA's 120 -> absorb's 110 drifted); a step chosen in another arm is then the one kept."""
-    root = make_runs(tmp_path, arms=("absorb", "routeA"))
-    write_samples(root / "absorb", EVERY_10)
-    write_samples(root / "routeA", EVERY_120)
-    app, follower, _ = manual_app(root)
+    app, follower = _every_10_and_every_120(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await sync(pilot, follower)
         screen = await open_generations(pilot)
